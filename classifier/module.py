@@ -1,0 +1,118 @@
+"""The pair classifier as a LightningModule: model logic only; hardware lives in Trainer flags."""
+
+from __future__ import annotations
+
+import math
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from darling.classifier.backbones import EQUIVALENT_INDEX
+from darling.classifier.config import ClassifierTrainConfig
+
+HEAD_PARAM_PREFIXES = ("classifier.", "score.", "pooler.")
+
+
+def warmup_cosine(step: int, warmup: int, total: int, floor: float) -> float:
+    """LR multiplier: linear warm-up to 1, then cosine down to ``floor`` (= min_lr / lr) at ``total``."""
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def class_weights(n_negative: int, n_positive: int) -> list[float]:
+    """Inverse-frequency weights, normalised so a balanced set gets weight 1 for both classes."""
+    total = n_negative + n_positive
+    return [total / (2 * max(1, n_negative)), total / (2 * max(1, n_positive))]
+
+
+def freeze_lower_layers(model, n_layers: int) -> None:
+    """Freeze the embeddings and the first ``n_layers`` transformer layers (faster CPU training)."""
+    if n_layers <= 0:
+        return
+    base = model.base_model
+    for p in base.embeddings.parameters() if hasattr(base, "embeddings") else base.embed_tokens.parameters():
+        p.requires_grad = False
+    layers = base.encoder.layer if hasattr(base, "encoder") else base.layers
+    for layer in layers[:n_layers]:
+        for p in layer.parameters():
+            p.requires_grad = False
+
+
+class PairClassifierModule(L.LightningModule):
+    """Wraps an ``AutoModelForSequenceClassification`` (num_labels=2) with class-weighted CE.
+
+    Gradient accumulation is Lightning's ``accumulate_grad_batches``: its automatic optimisation divides
+    each micro-batch loss by the number of accumulated batches, so the gradient is that of the mean loss
+    (the reference code summed them). ``tests/test_training.py`` checks this against one large batch.
+    """
+
+    def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
+        super().__init__()
+        self.model = model
+        self.config = config
+        self.register_buffer("class_weights", torch.tensor(weights or [1.0, 1.0]), persistent=False)
+        self.save_hyperparameters({"config": config.to_dict(), "class_weights": weights})
+        if config.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        freeze_lower_layers(model, config.freeze_layers)
+        self._val_probs: list[torch.Tensor] = []
+        self._val_labels: list[torch.Tensor] = []
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(batch["input_ids"], batch["attention_mask"]).float()
+        weight = self.class_weights if self.config.class_weighted else None
+        return F.cross_entropy(logits, batch["labels"], weight=weight), logits
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss, _ = self._loss(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
+        self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        loss, logits = self._loss(batch)
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
+        self._val_probs.append(logits.softmax(-1)[:, EQUIVALENT_INDEX].detach().cpu())
+        self._val_labels.append(batch["labels"].detach().cpu())
+
+    def on_validation_epoch_end(self) -> None:
+        from sklearn.metrics import roc_auc_score
+
+        if not self._val_probs:
+            return
+        probs, labels = torch.cat(self._val_probs).numpy(), torch.cat(self._val_labels).numpy()
+        self._val_probs.clear()
+        self._val_labels.clear()
+        if len(set(labels.tolist())) == 2:
+            self.log("val/auc", float(roc_auc_score(labels, probs)), prog_bar=True)
+        self.log("val/accuracy@0.5", float(((probs >= 0.5) == labels).mean()))
+
+    def configure_optimizers(self):
+        cfg = self.config
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        head_lr = cfg.head_learning_rate or cfg.learning_rate
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+        groups: dict[tuple[bool, bool], list] = {}
+        for name, param in named:
+            key = (name.startswith(HEAD_PARAM_PREFIXES), name.endswith(no_decay))
+            groups.setdefault(key, []).append(param)
+        param_groups = [
+            {
+                "params": params,
+                "lr": head_lr if is_head else cfg.learning_rate,
+                "weight_decay": 0.0 if is_no_decay else cfg.weight_decay,
+            }
+            for (is_head, is_no_decay), params in groups.items()
+        ]
+        optimizer = torch.optim.AdamW(param_groups)
+        total = int(self.trainer.estimated_stepping_batches)
+        floor = cfg.min_learning_rate / cfg.learning_rate if cfg.learning_rate else 0.0
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: warmup_cosine(step, cfg.warmup_steps, total, floor)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,1 @@
+"""The `darling` command line: parses arguments and calls the Python API."""

@@ -1,0 +1,1 @@
+"""Data generation: rollouts, same-answer pairs, judge labels (issue: darling datagen)."""

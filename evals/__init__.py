@@ -1,0 +1,1 @@
+"""Evaluation: classifier quality, diversity, math pass@k."""

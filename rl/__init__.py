@@ -1,0 +1,1 @@
+"""The DARLING reward and RL training (issue: darling rl-train)."""
