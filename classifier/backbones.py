@@ -41,11 +41,13 @@ def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
 
 def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_code: bool = False):
     """A 2-class sequence classifier on top of a backbone (a new head when the backbone has none)."""
+    import torch
     from transformers import AutoModelForSequenceClassification
 
     try:
         return AutoModelForSequenceClassification.from_pretrained(
             name_or_path,
+            dtype=torch.float32,  # fp32 master weights; mixed precision is a Trainer flag
             num_labels=2,
             id2label=dict(LABEL_NAMES),
             label2id={v: k for k, v in LABEL_NAMES.items()},

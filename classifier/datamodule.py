@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import lightning as L
 import torch
@@ -61,9 +61,15 @@ class LengthBucketBatchSampler(Sampler[list[int]]):
         self.pool = pool_batches * batch_size
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
+        self._skip = 0  # batches of the current epoch already trained before a resume
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def resume(self, epoch: int, batches_done: int) -> None:
+        """Continue ``epoch`` after its first ``batches_done`` batches (the order is seeded, so the
+        remaining batches are exactly those an uninterrupted run would have seen)."""
+        self.epoch, self._skip = epoch, batches_done
 
     def _all_batches(self) -> list[list[int]]:
         order = list(range(len(self.lengths)))
@@ -83,7 +89,8 @@ class LengthBucketBatchSampler(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         batches = self._all_batches()
         per_rank = len(batches) // self.world_size if self.world_size > 1 else len(batches)
-        yield from batches[self.rank :: self.world_size][:per_rank]
+        skip, self._skip = self._skip, 0
+        yield from batches[self.rank :: self.world_size][skip:per_rank]
 
     def __len__(self) -> int:
         n = -(-len(self.lengths) // self.batch_size)
@@ -98,6 +105,21 @@ class RandomBatchSampler(LengthBucketBatchSampler):
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+
+class ResumableDataLoader(DataLoader):
+    """A DataLoader Lightning can checkpoint mid-epoch: it stores ``state_dict()`` in the checkpoint
+    and calls ``load_state_dict()`` on resume, so a killed run neither repeats nor skips batches."""
+
+    def __init__(self, *args, batches_done: Callable[[], int], **kwargs):
+        super().__init__(*args, **kwargs)
+        self._batches_done = batches_done
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.batch_sampler.epoch, "batches_done": self._batches_done()}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.batch_sampler.resume(state["epoch"], state["batches_done"])
 
 
 class PairDataModule(L.LightningDataModule):
@@ -152,7 +174,16 @@ class PairDataModule(L.LightningDataModule):
             rank=rank,
             world_size=world if train else 1,
         )
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
+        if not train:
+            return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
+        return ResumableDataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.collate,
+            num_workers=self.num_workers,
+            # Lightning's count of this epoch's batches taken for training (restored from checkpoints).
+            batches_done=lambda: self.trainer.fit_loop.epoch_loop.batch_progress.current.ready,
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_set, train=True)

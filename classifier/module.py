@@ -50,7 +50,7 @@ class PairClassifierModule(L.LightningModule):
 
     def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
         super().__init__()
-        self.model = model
+        self.model = model.train()  # from_pretrained returns eval mode (dropout off)
         self.config = config
         self.register_buffer("class_weights", torch.tensor(weights or [1.0, 1.0]), persistent=False)
         self.save_hyperparameters({"config": config.to_dict(), "class_weights": weights})

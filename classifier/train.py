@@ -35,6 +35,8 @@ class TrainResult:
     train_seconds: float
     n_train: int
     n_val: int
+    global_step: int = 0
+    model: Any = None  # the trained transformers model (rank 0), e.g. to compare with the export
 
 
 def _strategy(config: ClassifierTrainConfig, model):
@@ -150,7 +152,7 @@ def train_classifier(
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(last_ckpt) if resume else None)
     train_seconds = time.perf_counter() - start
     if not trainer.is_global_zero:
-        return TrainResult(output, {}, 0.5, train_seconds, len(train_pairs), len(val_pairs))
+        return TrainResult(output, {}, 0.5, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step)
 
     trained = module.model.float().cpu() if config.accelerator != "cpu" else module.model
     clf = EquivalenceClassifier(trained, encoder, symmetric=config.symmetric)
@@ -158,4 +160,6 @@ def train_classifier(
     metrics["train_seconds"] = round(train_seconds, 1)
     meta = build_meta(encoder, config.backbone, threshold, config.symmetric, metrics, pairs.sha256, config.to_dict())
     export_classifier(trained, tokenizer, output, meta)
-    return TrainResult(output, metrics, threshold, train_seconds, len(train_pairs), len(val_pairs))
+    return TrainResult(
+        output, metrics, threshold, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step, trained
+    )

