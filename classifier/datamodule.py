@@ -66,6 +66,11 @@ class LengthBucketBatchSampler(Sampler[list[int]]):
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
+    @property
+    def sampler(self) -> LengthBucketBatchSampler:
+        # Lightning calls set_epoch on `dataloader.batch_sampler.sampler`, not on the batch sampler.
+        return self
+
     def resume(self, epoch: int, batches_done: int) -> None:
         """Continue ``epoch`` after its first ``batches_done`` batches (the order is seeded, so the
         remaining batches are exactly those an uninterrupted run would have seen)."""
