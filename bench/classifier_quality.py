@@ -39,9 +39,15 @@ def write_split(pairs: PairSet, out: Path) -> tuple[Path, Path]:
         path.write_text(
             "".join(
                 json.dumps(
-                    {"id": p.pair_id, "prompt": p.prompt, "generation_0": p.generation_0,
-                     "generation_1": p.generation_1, "similar": p.similar}
-                ) + "\n"
+                    {
+                        "id": p.pair_id,
+                        "prompt": p.prompt,
+                        "generation_0": p.generation_0,
+                        "generation_1": p.generation_1,
+                        "similar": p.similar,
+                    }
+                )
+                + "\n"
                 for p in rows
             )
         )
@@ -95,8 +101,9 @@ def run_config(name: str, overrides: dict, preset: str, train_path: Path, test_p
         "overrides": overrides,
         "val": result.metrics,
         "test": binary_metrics(labels, probs, clf.threshold),
-        "test_auc_one_order": binary_metrics(labels, clf.prob_equivalent([p.texts for p in test], symmetric=False),
-                                             clf.threshold)["roc_auc"],
+        "test_auc_one_order": binary_metrics(
+            labels, clf.prob_equivalent([p.texts for p in test], symmetric=False), clf.threshold
+        )["roc_auc"],
         "seconds": round(seconds, 1),
     }
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+
 from darling.classifier.backbones import EQUIVALENT_INDEX, load_tokenizer
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.export import read_export_meta

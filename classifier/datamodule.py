@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import lightning as L
 import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
 from darling.classifier.encoding import PairEncoder
 from darling.schemas import LabelledPair
-from torch.utils.data import DataLoader, Dataset, Sampler
 
 
 class EncodedPairs(Dataset):

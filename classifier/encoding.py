@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+
 from darling.errors import UserInputError
 
 QWEN_CLS_TOKEN = "<|im_start|>"

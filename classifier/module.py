@@ -7,6 +7,7 @@ import math
 import lightning as L
 import torch
 import torch.nn.functional as F
+
 from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import ClassifierTrainConfig
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_classifier_strict, load_tokenizer
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.export import read_export_meta

@@ -10,6 +10,9 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
 from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
 from darling.classifier.calibration import binary_metrics, choose_threshold
 from darling.classifier.config import ClassifierTrainConfig
@@ -21,8 +24,6 @@ from darling.classifier.module import PairClassifierModule, class_weights
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.errors import UserInputError
 from darling.schemas import LabelledPair
-from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
-from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 log = logging.getLogger(__name__)
 

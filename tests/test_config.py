@@ -1,4 +1,5 @@
 import pytest
+
 from darling.classifier.config import PRESETS, build_config, parse_set_options
 from darling.errors import UserInputError
 

@@ -2,9 +2,10 @@ import json
 
 import polars as pl
 import pytest
+from helpers import write_jsonl
+
 from darling.classifier.data import PairSet, load_pairs, split_pairs
 from darling.errors import UserInputError
-from helpers import write_jsonl
 
 GOOD = {"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 1}
 

@@ -1,4 +1,5 @@
 import pytest
+
 from darling.classifier.backbones import load_tokenizer
 from darling.classifier.encoding import PairEncoder
 from darling.errors import UserInputError

@@ -5,6 +5,9 @@ import json
 import lightning as L
 import pytest
 import torch
+from helpers import synthetic_pairs, write_jsonl
+from safetensors.torch import load_file, save_file
+
 from darling.classifier.backbones import load_tokenizer
 from darling.classifier.config import build_config
 from darling.classifier.datamodule import PairDataModule
@@ -14,8 +17,6 @@ from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.train import train_classifier
 from darling.errors import UserInputError
 from darling.schemas import LabelledPair
-from helpers import synthetic_pairs, write_jsonl
-from safetensors.torch import load_file, save_file
 
 
 def _grads_after_one_step(backbone, batch_size, accumulate):

@@ -1,0 +1,118 @@
+"""Start and stop a vLLM server for an exported classifier (``--runner pooling --convert classify``).
+
+vLLM usually lives in its own environment (its torch/transformers pins differ from training's), so the
+server is started with that environment's Python (``python -m vllm.entrypoints.openai.api_server``;
+the console script of CPU builds cannot find its own package metadata). Binds 127.0.0.1 unless told.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class VLLMServer:
+    model_dir: Path
+    python: str = sys.executable
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_model_len: int = 1024
+    dtype: str = "auto"
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    log_path: Path | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [
+            self.python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(self.model_dir),
+            "--host", self.host, "--port", str(self.port),
+            "--runner", "pooling", "--convert", "classify",
+            "--max-model-len", str(self.max_model_len),
+            "--dtype", self.dtype,
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def start(self) -> VLLMServer:
+        self.port = self.port or free_port(self.host)
+        if self.log_path is None:
+            self.log_path = Path(tempfile.mkstemp(prefix="vllm-", suffix=".log")[1])
+        env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", **self.env}
+        log = self.log_path.open("wb")
+        # A new session, so stop() can signal the server and any worker processes it spawned.
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)  # fmt: skip
+        return self
+
+    def log_tail(self, n: int = 40) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def wait_healthy(self, timeout: float = 300.0) -> VLLMServer:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vLLM exited with code {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(self.base_url + "/health", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(1.0)
+        self.stop()
+        raise TimeoutError(f"vLLM did not become healthy in {timeout:.0f} s:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self) -> VLLMServer:
+        return self.start().wait_healthy()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def cpu_server_env(cache_dir: Path, threads: int = 1) -> dict[str, str]:
+    """Settings that start vLLM's CPU build quickly and keep its caches in ``cache_dir``."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+        "HF_HOME": str(cache_dir / "hf"),
+        "TMPDIR": str(cache_dir),
+        "OMP_NUM_THREADS": str(threads),
+        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    }
+
+
+CPU_SERVER_ARGS = ["--enforce-eager", "--distributed-executor-backend", "uni", "--kv-cache-memory-bytes", "64M"]
