@@ -1,0 +1,73 @@
+"""The `darling` command line, run as a user runs it (a subprocess)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import synthetic_pairs, write_jsonl
+
+from darling import __version__
+
+
+def darling(*args, cwd=None):
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "darling", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env
+    )
+
+
+def test_version_and_help_with_examples():
+    assert darling("--version").stdout.strip() == f"darling {__version__}"
+    for command in (["train-classifier"], ["eval", "classifier"]):
+        result = darling(*command, "--help")
+        assert result.returncode == 0 and "Example" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 3}, "field 'similar' must be 0 or 1"),
+        ({"prompt": "p", "generation_0": "a", "similar": 1}, "missing field 'generation_1'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, row, message):
+    good = synthetic_pairs(5)
+    data = write_jsonl(tmp_path / "pairs.jsonl", [*good, row])
+    result = darling("train-classifier", "--data", data, "--output", tmp_path / "out")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {data}:6: {message}")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_option_and_missing_model_are_user_errors(tmp_path):
+    data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(12))
+    result = darling("train-classifier", "--data", data, "--output", tmp_path / "o", "--set", "epochs=two")
+    assert result.returncode == 2 and "option 'epochs': cannot read 'two' as int" in result.stderr
+    result = darling("eval", "classifier", "--model", tmp_path, "--data", data, "--output", tmp_path / "e")
+    assert result.returncode == 2 and "not a darling classifier export" in result.stderr
+
+
+def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_path):
+    """The cpu preset's real MiniLM encoder, shortened to a few steps: export, then evaluate it."""
+    data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(40))
+    out = tmp_path / "clf"
+    result = darling(
+        "train-classifier", "--preset", "cpu", "--data", data, "--output", out,
+        "--max-steps", "3", "--set", "max_tokens_per_response=24", "--threads", "2", "--no-progress",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "exported" in result.stdout
+    meta = json.loads((out / "darling.json").read_text())
+    assert meta["backbone"] == "packaged:all-MiniLM-L6-v2" and meta["cls_token_id"] == 101
+
+    result = darling("eval", "classifier", "--model", out, "--data", data, "--output", tmp_path / "eval")
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    assert {"accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n"} <= metrics.keys()
+    assert metrics["n"] == 40 and metrics["threshold"] == pytest.approx(meta["threshold"])
+    for name in ("roc.png", "reliability.png"):
+        assert (tmp_path / "eval" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len((tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()) == 40
