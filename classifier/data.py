@@ -6,6 +6,7 @@ datasets, 0-based) and the field, so a user can fix the input without reading a 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -64,8 +65,14 @@ def record_to_pair(record: Any, where: str) -> LabelledPair:
     return LabelledPair(prompt, g0, g1, similar, pair_id=pair_id, extra=extra)
 
 
+# Built-in pair sets shipped with the package (name -> file), so the CPU quick start needs no download.
+RESOURCES = Path(__file__).parent / "resources"
+BUILTIN_PAIRS = {"noveltybench": RESOURCES / "noveltybench-pairs.jsonl.gz"}
+
+
 def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open("r", encoding="utf-8") as fh:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -132,11 +139,12 @@ def _sha256_of_pairs(pairs: list[LabelledPair]) -> str:
 
 
 def load_pairs(source: str | Path) -> PairSet:
-    """Load labelled pairs from a ``.jsonl`` file, a ``.parquet`` file or folder of shards, a folder
-    written by ``datasets.save_to_disk``, or a Hugging Face dataset name (``owner/name[:split]``)."""
+    """Load labelled pairs from a ``.jsonl[.gz]`` file, a ``.parquet`` file or folder of shards, a folder
+    written by ``datasets.save_to_disk``, a Hugging Face dataset name (``owner/name[:split]``), or a
+    built-in set: ``noveltybench`` (NoveltyBench's 1,000 human-labelled pairs, MIT licence)."""
     spec = str(source)
-    path = Path(spec)
-    if path.is_file() and path.suffix in (".jsonl", ".json"):
+    path = BUILTIN_PAIRS.get(spec, Path(spec))
+    if path.is_file() and path.name.endswith((".jsonl", ".json", ".jsonl.gz")):
         records = _iter_jsonl(path)
     elif (path.is_file() and path.suffix == ".parquet") or (path.is_dir() and any(path.glob("*.parquet"))):
         records = _iter_parquet(path)

@@ -14,13 +14,14 @@ from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
-from darling.classifier.calibration import binary_metrics, choose_threshold
+from darling.classifier.calibration import choose_threshold
 from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.data import PairSet, load_pairs, split_pairs
 from darling.classifier.datamodule import PairDataModule
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.export import build_meta, export_classifier
 from darling.classifier.module import PairClassifierModule, class_weights
+from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.errors import UserInputError
 from darling.schemas import LabelledPair
@@ -94,13 +95,12 @@ def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path
 
 
 def calibrate(
-    clf: EquivalenceClassifier, val_pairs: list[LabelledPair], objective: str
+    clf: EquivalenceClassifier, val_pairs: list[LabelledPair], objective: str, report_dir: Path
 ) -> tuple[float, dict[str, Any]]:
-    """Choose the decision threshold on validation and report metrics at it."""
-    labels = [p.similar for p in val_pairs]
+    """Choose the decision threshold on validation; write metrics and plots at it to ``report_dir``."""
     probs = clf.prob_equivalent([p.texts for p in val_pairs])
-    threshold = choose_threshold(labels, probs, objective)
-    return threshold, binary_metrics(labels, probs, threshold)
+    threshold = choose_threshold([p.similar for p in val_pairs], probs, objective)
+    return threshold, write_report(val_pairs, probs, threshold, report_dir, "validation split")
 
 
 def train_classifier(
@@ -113,7 +113,8 @@ def train_classifier(
 ) -> TrainResult:
     """Train on ``data`` (validation split from it unless ``val``), calibrate, export to ``output``.
 
-    Logs and checkpoints go to ``output/training``; ``resume`` continues from its ``last.ckpt``.
+    Logs, checkpoints and the validation report (metrics, ROC and reliability plots) go to
+    ``output/training``; ``resume`` continues from its ``last.ckpt``.
     """
     if config.num_threads:
         torch.set_num_threads(config.num_threads)
@@ -157,7 +158,7 @@ def train_classifier(
 
     trained = module.model.float().cpu() if config.accelerator != "cpu" else module.model
     clf = EquivalenceClassifier(trained, encoder, symmetric=config.symmetric)
-    threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective)
+    threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective, work_dir / "validation")
     metrics["train_seconds"] = round(train_seconds, 1)
     meta = build_meta(encoder, config.backbone, threshold, config.symmetric, metrics, pairs.sha256, config.to_dict())
     export_classifier(trained, tokenizer, output, meta)

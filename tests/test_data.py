@@ -105,3 +105,9 @@ def test_ids_are_stable_content_hashes(tmp_path):
     with_id = write_jsonl(tmp_path / "q.jsonl", [{**GOOD, "id": "abc"}])
     assert load_pairs(with_id).pairs[0].pair_id == "abc"
     assert json.loads((tmp_path / "q.jsonl").read_text())["id"] == "abc"
+
+
+def test_builtin_noveltybench_set_equals_the_shared_file(novelty_pairs_path):
+    builtin, shared = load_pairs("noveltybench"), load_pairs(novelty_pairs_path)
+    assert [p.pair_id for p in builtin.pairs] == [p.pair_id for p in shared.pairs]
+    assert builtin.labels == shared.labels

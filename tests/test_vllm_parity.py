@@ -19,7 +19,7 @@ from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_e
 from darling.classifier.train import train_classifier
 
 pytestmark = pytest.mark.vllm
-DEFAULT_VENV_PYTHON = Path.home() / ".cache" / "darling-ci" / "vllm-venv" / "bin" / "python"
+DEFAULT_VENV_PYTHON = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
 
 
 def vllm_python() -> str:

