@@ -64,7 +64,13 @@ def main(
 @app.command("train-classifier")
 @user_errors
 def train_classifier_cmd(
-    data: Annotated[str, typer.Option("--data", help="Labelled pairs: .jsonl, .parquet, dataset folder or hub name.")],
+    data: Annotated[
+        str,
+        typer.Option(
+            "--data",
+            help="Labelled pairs: .jsonl[.gz], .parquet, dataset folder, hub name, or noveltybench (built in).",
+        ),
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (logs in OUTPUT/training).")],
     preset: Annotated[str, typer.Option(help="Preset: cpu (MiniLM, 2 cores) or paper (Qwen3-Embedding-4B).")] = "cpu",
     val: Annotated[str | None, typer.Option(help="Validation pairs; default: a stratified split of --data.")] = None,
@@ -86,9 +92,13 @@ def train_classifier_cmd(
 ) -> None:
     """Train, calibrate and export the equivalence classifier.
 
-    Example (CPU, the packaged MiniLM encoder, NoveltyBench's human-labelled pairs):
+    Example (CPU, the packaged MiniLM encoder, NoveltyBench's 1,000 human-labelled pairs built in):
 
-        darling train-classifier --preset cpu --data pairs-train.jsonl --output runs/clf
+        darling train-classifier --preset cpu --data noveltybench --output runs/clf
+
+    Your own pairs (fields prompt, generation_0, generation_1, similar), a fixed validation set:
+
+        darling train-classifier --data pairs.parquet --val val.jsonl --output runs/clf --set epochs=3
 
     Paper recipe on GPUs: `--preset paper --devices 8 --strategy ddp`.
     """

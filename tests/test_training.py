@@ -28,7 +28,7 @@ def _grads_after_one_step(backbone, batch_size, accumulate):
     pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here", i % 2) for i in range(4)]
     enc = PairEncoder(load_tokenizer(str(backbone)), 16)
     dm = PairDataModule(enc, pairs, pairs[:2], batch_size, both_orders=False, bucket_by_length=False, shuffle=False)
-    config = build_config("cpu", overrides={"class_weighted": False, "warmup_steps": 0})
+    config = build_config("cpu", overrides={"class_weighted": False, "warmup_steps": 0, "freeze_layers": 0})
     module = PairClassifierModule(model, config)
     grads = {}
 
