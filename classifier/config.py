@@ -67,6 +67,10 @@ class ClassifierTrainConfig:
         for name in ("batch_size", "accumulate_grad_batches", "max_tokens_per_response"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.strategy.startswith("deepspeed_stage_3"):
+            # Stage 3 shards weights into a checkpoint folder we do not consolidate; stage 2 shards only
+            # optimizer state and exports directly. Use fsdp to shard weights.
+            raise UserInputError("strategy deepspeed_stage_3 cannot be exported; use fsdp or deepspeed_stage_2")
         if not 0 <= self.min_learning_rate <= self.learning_rate:
             raise UserInputError("min_learning_rate must be between 0 and learning_rate")
         return self

@@ -152,7 +152,7 @@ def load_pairs(source: str | Path) -> PairSet:
         records = _iter_hf(spec)
     elif path.exists():
         raise UserInputError(f"{spec}: unsupported pair file (expected .jsonl, .parquet or a dataset folder)")
-    elif "/" in spec and not spec.startswith((".", "/")):
+    elif "/" in spec and not spec.startswith((".", "/")) and not path.suffix:
         records = _iter_hf(spec)
     else:
         raise UserInputError(f"{spec}: file not found")

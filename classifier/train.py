@@ -88,6 +88,24 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
     )
 
 
+def _full_model(trainer: L.Trainer, module: PairClassifierModule, config, work_dir: Path, backbone: str, pad_id: int):
+    """The trained model with all its weights on rank 0.
+
+    Under FSDP each rank holds a shard: a full checkpoint (a collective, so every rank calls it) is
+    gathered and loaded strictly into a fresh model. Other strategies keep whole weights on every rank.
+    """
+    if not config.strategy.startswith("fsdp"):
+        return module.model
+    path = work_dir / "checkpoints" / "final-full.ckpt"
+    trainer.save_checkpoint(path)
+    if not trainer.is_global_zero:
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+    model = load_sequence_classifier(backbone, pad_id, config.trust_remote_code)
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state.items()}, strict=True)
+    return model
+
+
 def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path | None):
     if val is not None:
         return data.pairs, load_pairs(val).pairs
@@ -153,10 +171,10 @@ def train_classifier(
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(last_ckpt) if resume else None)
     train_seconds = time.perf_counter() - start
+    trained = _full_model(trainer, module, config, work_dir, backbone, encoder.special.pad_id)
     if not trainer.is_global_zero:
         return TrainResult(output, {}, 0.5, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step)
 
-    trained = module.model.float().cpu() if config.accelerator != "cpu" else module.model
     clf = EquivalenceClassifier(trained, encoder, symmetric=config.symmetric)
     threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective, work_dir / "validation")
     metrics["train_seconds"] = round(train_seconds, 1)

@@ -172,3 +172,20 @@ def test_mid_epoch_resume_neither_repeats_nor_skips_batches(tiny_bert_dir, tmp_p
     rest = _fit(tiny_bert_dir, tmp_path / "b", 16, resume=True)
     assert len(straight) == 16 and straight[10:] != straight[:6]  # epoch 2 is reshuffled
     assert first + rest == straight
+
+
+def test_ddp_on_two_cpu_processes(tmp_path, minilm_path):
+    """Two ranks (gloo), each with its own shard of the bucketed batches; rank 0 exports."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("ddp_script.py")
+    env = {**os.environ, "PYTHONPATH": str(script.parent), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = sorted(json.loads(line[7:])["exported"] for line in run.stdout.splitlines() if line.startswith("RESULT"))
+    assert results == [False, True]  # both ranks finished; only rank 0 exported
+    assert (tmp_path / "clf" / "darling.json").exists()
