@@ -77,7 +77,10 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
         max_epochs=-1 if uses_steps else config.epochs,
         accumulate_grad_batches=config.accumulate_grad_batches,
         gradient_clip_val=1.0 if not config.strategy.startswith("fsdp") else None,
-        logger=[CSVLogger(work_dir, name="logs"), TensorBoardLogger(work_dir, name="tensorboard")],
+        logger=[
+            CSVLogger(work_dir, name="logs", flush_logs_every_n_steps=config.log_every_n_steps),
+            TensorBoardLogger(work_dir, name="tensorboard"),
+        ],
         callbacks=callbacks,
         log_every_n_steps=config.log_every_n_steps,
         use_distributed_sampler=False,  # LengthBucketBatchSampler shards batches across ranks itself

@@ -78,16 +78,17 @@ def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2) -> Path:
 
 
 def save_tiny_bert_backbone(path: Path, minilm_dir: str) -> Path:
-    """A tiny random BERT with the real MiniLM (BERT uncased) tokenizer: fast training-loop tests."""
+    """A tiny random BERT with the real MiniLM (BERT uncased) tokenizer: fast training-loop tests.
+    head_dim 32, the smallest vLLM's CPU attention serves."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     torch.manual_seed(0)
     config = BertConfig(
         vocab_size=30522,
-        hidden_size=32,
+        hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=2,
-        intermediate_size=64,
+        intermediate_size=128,
         max_position_embeddings=512,
     )
     BertModel(config).save_pretrained(path)

