@@ -90,6 +90,7 @@ def save_tiny_bert_backbone(path: Path, minilm_dir: str) -> Path:
         num_attention_heads=2,
         intermediate_size=128,
         max_position_embeddings=512,
+        initializer_range=0.3,  # outputs that differ visibly per input, so parity is not met trivially
     )
     BertModel(config).save_pretrained(path)
     AutoTokenizer.from_pretrained(minilm_dir).save_pretrained(path)
