@@ -36,6 +36,7 @@ class ClassifierTrainConfig:
     class_weighted: bool = True
     both_orders: bool = True
     freeze_layers: int = 0  # freeze the embeddings and the first N encoder layers
+    identity_pooler: bool = False  # BERT-style pooler re-initialised to pass [CLS] through (module.py)
     # Hardware: passed straight to lightning.Trainer.
     accelerator: str = "auto"
     devices: str = "auto"
@@ -91,6 +92,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         epochs=2,
         batch_size=16,
         freeze_layers=2,  # embeddings + 2 lowest layers: ~25% less backward work on 2 cores
+        identity_pooler=True,  # the checkpoint's pooler is an untrained near-zero layer
         precision="32-true",
         threshold_objective="balanced_accuracy",
         symmetric=True,

@@ -11,7 +11,28 @@ import torch.nn.functional as F
 from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import ClassifierTrainConfig
 
-HEAD_PARAM_PREFIXES = ("classifier.", "score.", "pooler.")
+HEAD_MODULES = ("classifier", "score", "pooler")  # new or never-trained parts: they take head_learning_rate
+
+
+def is_head_param(name: str) -> bool:
+    return any(part in HEAD_MODULES for part in name.split(".")[:-1])
+
+
+def identity_pooler(model) -> bool:
+    """Make BERT's pooler pass the [CLS] state through (tanh(I h + 0)).
+
+    Sentence-embedding checkpoints (all-MiniLM-L6-v2) were trained with mean pooling: their pooler is
+    left near zero (weights std ~0.009), so a new head on top sees almost constant features and starts
+    at chance. An identity pooler hands the head the [CLS] state itself, which does vary across pairs.
+    """
+    pooler = getattr(model.base_model, "pooler", None)
+    dense = getattr(pooler, "dense", None)
+    if dense is None or dense.weight.shape[0] != dense.weight.shape[1]:
+        return False
+    with torch.no_grad():
+        dense.weight.copy_(torch.eye(dense.weight.shape[0]))
+        dense.bias.zero_()
+    return True
 
 
 def warmup_cosine(step: int, warmup: int, total: int, floor: float) -> float:
@@ -58,6 +79,8 @@ class PairClassifierModule(L.LightningModule):
         if config.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         freeze_lower_layers(model, config.freeze_layers)
+        if config.identity_pooler:  # on --resume the checkpoint's weights replace this afterwards
+            identity_pooler(model)
         self._val_probs: list[torch.Tensor] = []
         self._val_labels: list[torch.Tensor] = []
 
@@ -100,7 +123,7 @@ class PairClassifierModule(L.LightningModule):
         no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
         groups: dict[tuple[bool, bool], list] = {}
         for name, param in named:
-            key = (name.startswith(HEAD_PARAM_PREFIXES), name.endswith(no_decay))
+            key = (is_head_param(name), name.endswith(no_decay))
             groups.setdefault(key, []).append(param)
         param_groups = [
             {

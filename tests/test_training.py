@@ -189,3 +189,17 @@ def test_ddp_on_two_cpu_processes(tmp_path, minilm_path):
     results = sorted(json.loads(line[7:])["exported"] for line in run.stdout.splitlines() if line.startswith("RESULT"))
     assert results == [False, True]  # both ranks finished; only rank 0 exported
     assert (tmp_path / "clf" / "darling.json").exists()
+
+
+def test_identity_pooler_passes_cls_through_and_head_params_get_head_lr(minilm_path):
+    from darling.classifier.backbones import load_sequence_classifier
+    from darling.classifier.module import identity_pooler, is_head_param
+
+    model = load_sequence_classifier(minilm_path, pad_token_id=0).eval()
+    assert identity_pooler(model)
+    ids = torch.tensor([[101, 7592, 102, 2088, 102]])
+    with torch.no_grad():
+        out = model.bert(input_ids=ids)
+    torch.testing.assert_close(out.pooler_output, torch.tanh(out.last_hidden_state[:, 0]))
+    assert is_head_param("bert.pooler.dense.weight") and is_head_param("classifier.weight")
+    assert is_head_param("score.weight") and not is_head_param("bert.encoder.layer.5.output.dense.weight")
