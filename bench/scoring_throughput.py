@@ -2,6 +2,7 @@
 same model, measured side by side in one run.
 
     python bench/scoring_throughput.py --data noveltybench --pairs 96 --batch-size 32
+    python bench/scoring_throughput.py --data noveltybench --pairs 256 --max-tokens 32   # short responses
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=96)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, help="tokens per response (default: the model's budget)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -36,6 +38,8 @@ def main() -> None:
         encoder = PairEncoder(load_tokenizer(backbone), PRESETS["cpu"]["max_tokens_per_response"])
         model = load_sequence_classifier(backbone, encoder.special.pad_id)
         batched = EquivalenceClassifier(model, encoder, batch_size=args.batch_size)
+    if args.max_tokens:
+        batched.encoder = PairEncoder(batched.encoder.tokenizer, args.max_tokens)
     single = EquivalenceClassifier(batched.model, batched.encoder, batch_size=1)
     pairs = [p.texts for p in load_pairs(args.data).pairs[: args.pairs]]
     batched.prob_equivalent(pairs[:4], symmetric=False)  # warm-up
@@ -48,6 +52,8 @@ def main() -> None:
     batched_s = time.perf_counter() - t
     print(json.dumps({
         "pairs": len(pairs),
+        "tokens_per_response": batched.encoder.max_tokens_per_response,
+        "threads": args.threads,
         "pairs_per_s_one_at_a_time": len(pairs) / single_s,
         "pairs_per_s_batched": len(pairs) / batched_s,
         "speedup": single_s / batched_s,
