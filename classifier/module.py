@@ -11,7 +11,9 @@ import torch.nn.functional as F
 from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import ClassifierTrainConfig
 
-HEAD_MODULES = ("classifier", "score", "pooler")  # new or never-trained parts: they take head_learning_rate
+# Freshly initialised layers take head_learning_rate. Not the (identity-initialised) pooler: at a head
+# rate AdamW scrambles its 384 x 384 identity within a few dozen steps (seen: training loss rising again).
+HEAD_MODULES = ("classifier", "score")
 
 
 def is_head_param(name: str) -> bool:

@@ -201,5 +201,5 @@ def test_identity_pooler_passes_cls_through_and_head_params_get_head_lr(minilm_p
     with torch.no_grad():
         out = model.bert(input_ids=ids)
     torch.testing.assert_close(out.pooler_output, torch.tanh(out.last_hidden_state[:, 0]))
-    assert is_head_param("bert.pooler.dense.weight") and is_head_param("classifier.weight")
+    assert is_head_param("classifier.weight") and not is_head_param("bert.pooler.dense.weight")
     assert is_head_param("score.weight") and not is_head_param("bert.encoder.layer.5.output.dense.weight")
