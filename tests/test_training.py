@@ -203,3 +203,19 @@ def test_identity_pooler_passes_cls_through_and_head_params_get_head_lr(minilm_p
     torch.testing.assert_close(out.pooler_output, torch.tanh(out.last_hidden_state[:, 0]))
     assert is_head_param("classifier.weight") and not is_head_param("bert.pooler.dense.weight")
     assert is_head_param("score.weight") and not is_head_param("bert.encoder.layer.5.output.dense.weight")
+
+
+def test_bf16_mixed_precision_trains_and_exports_fp32(tmp_path, tiny_bert_dir):
+    """The paper preset's precision flag, on CPU (slow there; exercised for correctness only)."""
+    data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(24))
+    cfg = build_config(
+        "cpu",
+        overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8, max_tokens_per_response=12,
+                       precision="bf16-mixed", freeze_layers=0, val_fraction=0.25),
+    )  # fmt: skip
+    result = train_classifier(cfg, data, tmp_path / "clf", progress=False)
+    clf = EquivalenceClassifier.from_pretrained(result.output)
+    assert next(clf.model.parameters()).dtype == torch.float32
+    assert (
+        (clf.prob_equivalent([("a", "b"), ("c", "")]) >= 0) & (clf.prob_equivalent([("a", "b"), ("c", "")]) <= 1)
+    ).all()
