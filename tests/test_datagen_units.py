@@ -1,0 +1,171 @@
+"""Shards, pairing and judge verdict logic on real Parquet files and real math-verify (no models)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from darling.datagen.judge import (
+    DEFAULT_PROMPT,
+    decide,
+    load_prompt,
+    order_verdict,
+    parse_verdict,
+    rationale_of,
+    render_prompt,
+)
+from darling.datagen.pairs import PairConfig, answer_classes, build_pairs, read_pairs
+from darling.datagen.shards import ShardStore
+from darling.errors import UserInputError
+from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
+
+
+def rollout(problem_id, model, index, response, answer, correct=True, status="ok"):
+    row = {c: None for c in ROLLOUT_COLUMNS}
+    row.update(
+        rollout_id=stable_id(problem_id, model, index), problem_id=problem_id, source="t", model=model,
+        sample_index=index, problem=f"Problem {problem_id}", reference_answer="1/2", response=response,
+        extracted_answer=answer, correct=correct, status=status, engine="import", sampling="{}",
+    )  # fmt: skip
+    return row
+
+
+# --- shards -------------------------------------------------------------------------------------------------
+def test_shards_last_write_wins_and_no_duplicates(tmp_path):
+    store = ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    store.append([rollout("p1", "m", 0, None, None, status="failed"), rollout("p1", "m", 1, "a", "1")])
+    store.append([rollout("p1", "m", 0, "retried", "2")])
+    frame = store.read()
+    assert frame.height == 2
+    assert frame.filter(pl.col("sample_index") == 0)["response"].item() == "retried"
+    assert [p.name for p in store.shards()] == ["part-000000.parquet", "part-000001.parquet"]
+
+
+def test_shards_clean_leftover_temp_files_and_refuse_changed_settings(tmp_path):
+    (tmp_path / ".part-000003.parquet.abc.tmp").write_bytes(b"half a shard")
+    store = ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    assert not list(tmp_path.glob("*.tmp"))
+    store.check_settings({"temperature": 1.0, "seed": 0})
+    store.check_settings({"temperature": 1.0, "seed": 0})  # same settings: fine
+    with pytest.raises(UserInputError, match="temperature=1.0, this run has temperature=0.7"):
+        store.check_settings({"temperature": 0.7, "seed": 0})
+
+
+def test_a_killed_writer_never_leaves_a_visible_half_shard(tmp_path):
+    """kill -9 a process in the middle of writing big shards: only complete shards are ever visible."""
+    script = f"""
+import polars as pl
+from darling.datagen.shards import ShardStore
+from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+store = ShardStore({str(tmp_path / "out")!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+for k in range(10_000):
+    store.append([dict(rollout_id=str(i), problem_id=str(k), model="m", sample_index=i, response="x" * 2000,
+                       status="ok") for i in range(500)])
+    print(k, flush=True)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    for _ in range(3):
+        proc.stdout.readline()
+    proc.kill()
+    proc.wait()
+    store = ShardStore(tmp_path / "out", ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    frame = store.read()  # every visible shard reads completely
+    assert frame.height == 500 * len(store.shards()) and frame.height >= 1500
+    assert not [p for p in os.listdir(tmp_path / "out") if p.endswith(".tmp")]
+
+
+# --- pairs --------------------------------------------------------------------------------------------------
+def test_answer_classes_use_math_equivalence_not_strings():
+    assert answer_classes(["\\frac{1}{2}", "0.5", "1/2", "3", " 3 ", "4"]) == [0, 0, 0, 1, 1, 2]
+
+
+def write_rollouts(directory):
+    store = ShardStore(directory, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    store.append([
+        rollout("p1", "A", 0, "Half: \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        rollout("p1", "B", 0, "It is 0.5 so \\boxed{0.5}", "0.5"),
+        rollout("p1", "A", 1, "Half:   \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),  # same text modulo spaces
+        rollout("p1", "B", 1, "wrong \\boxed{3}", "3", correct=False),
+        rollout("p1", "A", 2, "also wrong, \\boxed{3.0}", "3.0", correct=False),
+        rollout("p1", "C", 0, None, None, status="failed"),
+        rollout("p2", "A", 0, "no answer here", None, correct=False),
+        rollout("p2", "B", 0, "x = \\boxed{7}", "7"),
+    ])  # fmt: skip
+
+
+def test_pairs_pair_equivalent_answers_and_drop_identical_texts(tmp_path):
+    write_rollouts(tmp_path / "rollouts")
+    summary = build_pairs(PairConfig(tmp_path / "rollouts", tmp_path / "pairs"), progress=False)
+    pairs = read_pairs(tmp_path / "pairs")
+    got = {tuple(sorted((r["model_0"], r["model_1"]))) + (r["answer"] in ("3", "3.0"),) for r in pairs.to_dicts()}
+    assert got == {("A", "B", False), ("A", "B", True)}  # 1/2 ~ 0.5 and 3 ~ 3.0; the duplicate A/1 is dropped
+    assert summary.pairs == 2 and summary.duplicates_dropped == 1 and summary.problems_with_pairs == 1
+    assert json.loads((tmp_path / "pairs" / "summary.json").read_text())["pairs"] == 2
+    assert pairs["pair_id"].n_unique() == 2
+
+
+def test_pairs_options_correct_only_cross_model_and_cap(tmp_path):
+    write_rollouts(tmp_path / "rollouts")
+    correct = build_pairs(PairConfig(tmp_path / "rollouts", tmp_path / "c", correct_only=True), progress=False)
+    assert correct.pairs == 1 and read_pairs(tmp_path / "c")["correct"].to_list() == [True]
+    store = ShardStore(tmp_path / "many", ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    store.append([rollout("p", m, i, f"{m}{i} \\boxed{{5}}", "5") for m in "AB" for i in range(4)])
+    everything = build_pairs(PairConfig(tmp_path / "many", tmp_path / "all", max_pairs_per_problem=None), False)
+    cross = build_pairs(
+        PairConfig(tmp_path / "many", tmp_path / "x", cross_model_only=True, max_pairs_per_problem=None), False
+    )
+    capped = build_pairs(PairConfig(tmp_path / "many", tmp_path / "cap", max_pairs_per_problem=5, seed=1), False)
+    again = build_pairs(PairConfig(tmp_path / "many", tmp_path / "cap2", max_pairs_per_problem=5, seed=1), False)
+    assert (everything.pairs, cross.pairs, capped.pairs) == (28, 16, 5)
+    assert read_pairs(tmp_path / "cap")["pair_id"].to_list() == read_pairs(tmp_path / "cap2")["pair_id"].to_list()
+    assert again.pairs == 5
+
+
+def test_pairs_bad_input_is_one_line(tmp_path):
+    with pytest.raises(UserInputError, match="no such rollouts folder"):
+        build_pairs(PairConfig(tmp_path / "nope", tmp_path / "out"), progress=False)
+    pl.DataFrame({"pair_id": ["x"]}).write_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(UserInputError, match="bad.parquet: missing field 'problem_id'"):
+        read_pairs(tmp_path / "bad.parquet")
+
+
+# --- judge verdicts -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("They differ. [[yes]]", "yes"),
+        ("First I thought [[no]] but actually [[YES]]", "yes"),  # the last verdict counts
+        ("[[ No ]]", "no"),
+        ("Verdict: yes", "abstain"),  # no brackets: never coerced into a class
+        ("[[maybe]]", "abstain"),
+        ("", "abstain"),
+    ],
+)
+def test_parse_verdict(text, verdict):
+    assert parse_verdict(text) == verdict
+
+
+def test_yes_means_different_means_similar_zero_and_orders_must_agree():
+    assert decide([["yes"], ["yes"]]) == ("labelled", 0)  # different strategies -> not equivalent
+    assert decide([["no"], ["no"]]) == ("labelled", 1)
+    assert decide([["yes"], ["no"]]) == ("disagree", None)
+    assert decide([["yes"], ["abstain"]]) == ("abstain", None)
+    assert decide([["yes"], ["failed"]]) == ("failed", None)
+    assert decide([["no"]]) == ("labelled", 1)  # one order only
+    assert order_verdict(["yes", "no", "yes"]) == "yes"
+    assert order_verdict(["yes", "no"]) == "abstain"  # a tie is not a majority
+    assert order_verdict(["yes", "abstain", "abstain"]) == "abstain"
+
+
+def test_prompt_rendering_keeps_latex_and_placeholders_in_solutions(tmp_path):
+    text = render_prompt(DEFAULT_PROMPT, "Find $\\{x\\}$", "uses {solution_2} literally", "$\\frac{a}{b}$")
+    assert "Find $\\{x\\}$" in text and "uses {solution_2} literally" in text and "$\\frac{a}{b}$" in text
+    assert text.index("uses {solution_2}") < text.index("$\\frac{a}{b}$")
+    assert rationale_of("Both use algebra.\n[[no]]") == "Both use algebra."
+    bad = tmp_path / "prompt.txt"
+    bad.write_text("Compare {solution_1} and {solution_2}")
+    with pytest.raises(UserInputError, match="prompt.txt: prompt template lacks the placeholder {problem}"):
+        load_prompt(bad)

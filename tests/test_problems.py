@@ -1,0 +1,282 @@
+"""Loading math problems (darling.datagen.problems) and the CHAMP dataset (darling.datagen.champ)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+from helpers import write_jsonl
+
+from darling.datagen import champ
+from darling.datagen.answers import answers_equivalent, is_correct
+from darling.datagen.problems import Problem, load_problems
+from darling.errors import UserInputError
+from darling.schemas import ROLLOUT_COLUMNS, polars_schema, stable_id
+
+MATH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "math"
+
+
+@pytest.fixture(scope="module")
+def math_dir() -> Path:
+    if not MATH_DIR.is_dir():
+        pytest.skip(f"{MATH_DIR} is absent (../shared is only on development and CI machines)")
+    return MATH_DIR
+
+
+# --- the real benchmark files ------------------------------------------------------------------------------
+# name -> (first problem id, first reference answer, the field the problem text came from)
+REAL_FILES = {
+    "aime24": ("aime24:60", "204", "problem"),
+    "aime25": ("aime25:0", "70", "question"),
+    "amc23": ("amc23:0", "27.0", "problem"),  # a float in the file
+    "gsm8k": ("gsm8k:0", "18", "question"),  # "... #### 18"
+    "hmmt": ("hmmt:1", "103", "question"),
+    "minerva_math": ("minerva_math:0", "1.6", "problem"),  # last \boxed{} of the solution
+    "olympiadbench": ("olympiadbench:1606", "2", "question"),  # final_answer == ['2']
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_FILES))
+def test_real_math_files(math_dir, name):
+    path = math_dir / f"{name}.jsonl"
+    first_id, first_answer, problem_field = REAL_FILES[name]
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    problems = load_problems(path)
+    assert len(problems) == len(lines)
+    assert problems[0] == Problem(first_id, name, lines[0][problem_field], first_answer)
+    assert all(p.source == name and p.problem_id.startswith(f"{name}:") for p in problems)
+    assert all(p.reference_answer for p in problems)
+    assert len({p.problem_id for p in problems}) == len(problems)
+
+
+def test_real_answer_shapes(math_dir):
+    gsm8k = load_problems(math_dir / "gsm8k.jsonl")
+    raw = [json.loads(line)["answer"].split("####")[-1].strip() for line in (math_dir / "gsm8k.jsonl").open()]
+    assert any("," in answer for answer in raw)  # e.g. "70,000": thousands separators are dropped
+    assert [p.reference_answer for p in gsm8k] == [answer.replace(",", "") for answer in raw]
+
+    amc = load_problems(math_dir / "amc23.jsonl")
+    assert answers_equivalent(amc[0].reference_answer, "27")
+    assert is_correct(amc[0].reference_answer, r"They meet \boxed{27} miles from A.")
+
+    olympiad = load_problems(math_dir / "olympiadbench.jsonl")
+    assert olympiad[1].reference_answer == r"$\frac{1}{2 n+2}$"
+    assert max(len(p.reference_answer) for p in olympiad) > 100  # list answers are never cut off
+
+    hmmt = load_problems(math_dir / "hmmt.jsonl")
+    assert hmmt[2].reference_answer == r"\frac{1}{576}"
+
+
+# --- overrides and detection -------------------------------------------------------------------------------
+def test_field_overrides(tmp_path):
+    path = write_jsonl(
+        tmp_path / "custom.jsonl",
+        [{"q": "What is 1+1?", "gold": "2", "key": "a", "question": "ignored"}, {"q": "3*3?", "gold": 9, "key": "b"}],
+    )
+    problems = load_problems(path, problem_field="q", answer_field="gold", id_field="key")
+    assert problems == [Problem("custom:a", "custom", "What is 1+1?", "2"), Problem("custom:b", "custom", "3*3?", "9")]
+    with pytest.raises(UserInputError, match=r"custom.jsonl:2: missing field 'question' \(given by --problem-field\)"):
+        load_problems(path, problem_field="question")
+    with pytest.raises(UserInputError, match=r"custom.jsonl:1: missing field 'answer' \(given by --answer-field\)"):
+        load_problems(path, problem_field="q", answer_field="answer")
+    with pytest.raises(UserInputError, match=r"custom.jsonl:1: missing field 'nope' \(given by --id-field\)"):
+        load_problems(path, problem_field="q", id_field="nope")
+
+
+def test_detection_order_ids_and_lists(tmp_path):
+    rows = [
+        {"prompt": "p1", "instruction": "i1", "final_answer": ["1", "2"], "unique_id": 7},
+        {"instruction": "i2", "ground_truth": None, "solution": r"so \boxed{x+1}"},  # null fields are absent
+        {"question": "q3", "problem": None},
+    ]
+    problems = load_problems(write_jsonl(tmp_path / "mixed.jsonl", rows))
+    assert problems[0] == Problem("mixed:7", "mixed", "p1", "1, 2")
+    assert problems[1] == Problem(f"mixed:{stable_id('i2')}", "mixed", "i2", "x+1")  # no id: content hash
+    assert problems[2].problem == "q3" and problems[2].reference_answer is None
+
+
+def test_limit_and_gzip(tmp_path):
+    path = tmp_path / "set.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.writelines(json.dumps({"id": i, "problem": f"p{i}", "answer": str(i)}) + "\n" for i in range(5))
+    problems = load_problems(path, limit=2)
+    assert [p.problem_id for p in problems] == ["set:0", "set:1"]
+    with pytest.raises(UserInputError, match="limit must be at least 1"):
+        load_problems(path, limit=0)
+
+
+# --- bad input: one line naming file, line and field -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            [{"problem": "ok"}, {"text": "no problem field"}],
+            r"bad.jsonl:2: no problem field \(tried problem, question, prompt, instruction\); name it with "
+            r"--problem-field",
+        ),
+        ([{"problem": "ok"}, '{"problem": "broken'], r"bad.jsonl:2: not valid JSON"),
+        (
+            [{"id": 1, "problem": "a"}, {"id": 2, "problem": "b"}, {"id": 1, "problem": "c"}],
+            r"bad.jsonl:3: duplicate problem id 'bad:1' \(also at .*bad.jsonl:1\)",
+        ),
+        ([{"problem": "same"}, {"problem": "same"}], r"bad.jsonl:2: duplicate problem id"),
+        ([{"question": 12}], r"bad.jsonl:1: field 'question' must be a string, got int"),
+        ([{"problem": "  "}], r"bad.jsonl:1: field 'problem' is empty"),
+        ([{"problem": "p", "answer": {"a": 1}}], r"bad.jsonl:1: field 'answer' must be a string, number or list"),
+        ([["a", "list"]], r"bad.jsonl:1: expected an object"),
+        ([], r"bad.jsonl: no problems found"),
+    ],
+)
+def test_bad_jsonl(tmp_path, rows, message):
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(UserInputError, match=message) as info:
+        load_problems(path)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_sources(tmp_path):
+    with pytest.raises(UserInputError, match="file not found"):
+        load_problems(tmp_path / "missing.jsonl")
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(UserInputError, match="unsupported problem file"):
+        load_problems(tmp_path / "notes.txt")
+    with pytest.raises(UserInputError, match="cannot load Hugging Face dataset"):
+        load_problems("darling-tests/no-such-dataset")  # HF_HUB_OFFLINE=1 in helpers: fails without network
+    with pytest.raises(UserInputError, match="fixed fields"):
+        load_problems("champ", problem_field="question")
+
+
+# --- Parquet and datasets folders --------------------------------------------------------------------------
+def test_parquet_file_and_folder(tmp_path):
+    frame = pl.DataFrame({"idx": [0, 1, 2], "question": ["a", "b", None], "answer": ["#### 1,000", "2", "3"]})
+    frame.write_parquet(tmp_path / "bench.parquet")
+    with pytest.raises(UserInputError, match=r"bench.parquet: row 2: no problem field"):
+        load_problems(tmp_path / "bench.parquet")
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    frame.head(2).write_parquet(shards / "part-0.parquet")
+    frame.head(2).with_columns(pl.col("idx") + 10).write_parquet(shards / "part-1.parquet")
+    problems = load_problems(shards)
+    assert [p.problem_id for p in problems] == ["shards:0", "shards:1", "shards:10", "shards:11"]
+    assert problems[0].reference_answer == "1000"
+
+    frame.head(2).write_parquet(shards / "part-2.parquet")
+    with pytest.raises(UserInputError, match=r"part-2.parquet: row 0: duplicate problem id 'shards:0'"):
+        load_problems(shards)
+
+
+def test_datasets_folder(tmp_path):
+    import datasets
+
+    datasets.Dataset.from_list([{"problem": "p", "answer": "4", "id": "x"}]).save_to_disk(str(tmp_path / "saved"))
+    assert load_problems(tmp_path / "saved") == [Problem("saved:x", "saved", "p", "4")]
+
+
+# --- CHAMP -------------------------------------------------------------------------------------------------
+def test_champ_problems():
+    problems = load_problems("champ")
+    assert len(problems) == 270 == len({p.problem_id for p in problems})
+    assert problems[0] == Problem(
+        "champ:P_Combinatorics_1",
+        "champ",
+        "Let a string consist of digit 1, 2, 3. How many such strings of length 6 have adjacent digit differing "
+        "by less than or equal to 1?",
+        "239",
+    )
+    assert all(p.reference_answer for p in problems)
+    assert len(load_problems("champ", limit=5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("answer", "forms"),
+    [
+        ("C(10, 5), or equivalently 252", ["C(10, 5)", "252"]),
+        ("100 (i.e., all values)", ["100"]),
+        ("0 is the only possible value", ["0"]),
+        ("The limit exists and is equal to (a+3b)/2", ["(a+3b)/2"]),
+        ("At most 0 values (i.e., no such values)", ["0"]),
+        ("98 values", ["98"]),
+        ("5/14, or approximately 35.7%", ["5/14", "35.7%"]),
+        ("x=6, y=5", ["x=6, y=5"]),
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", ["(n(n+1)/2)^2"]),
+        ("sum_(k=1)^n 1/k", ["sum_(k=1)^n 1/k"]),
+    ],
+)
+def test_champ_reference_forms(answer, forms):
+    assert champ.reference_forms(answer) == forms
+
+
+def test_champ_summary_answers_and_grading():
+    assert champ.summary_answer("There are 89 ways to tile a 2 x 21 rectangle with 2 x 1 tiles.", "") == "89"
+    assert champ.summary_answer("The smallest value of the expression is \\( 2^{m+1} \\).", "") == "2^{m+1}"
+    assert champ.summary_answer("It cannot be determined.", r"so \boxed{7}") == "7"
+    # A bare plain-text expression after the last "is", cut at its clause: math-verify alone reads 1/sqrt(3) as 1.
+    assert champ.summary_answer("The minimum is 1/sqrt(3), attained when a = b = c.", "") == "1/sqrt(3)"
+    assert champ.summary_answer("The count is 3*4^(n-1).", "") == "3*4^(n-1)"
+    assert champ.summary_answer("The number of ways is n factorial.", "") is None
+    assert champ.grade("No", "No, there is no such polynomial.", "", None) is True
+    assert champ.grade("Yes", "No, there is no such polynomial.", "", None) is False
+    assert champ.grade("C(10, 5), or equivalently 252", "", "", "252") is True
+    assert champ.grade("100 (i.e., all values)", "", "", "99") is False
+    assert champ.grade("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "", "", "(n*(n+1)/2)^2") is True
+    assert champ.grade("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "", "", "1") is False
+    assert champ.grade(None, "", "", "1") is None
+
+
+def check_rollout_rows(rows: list[dict], stats: dict, conversations: int) -> None:
+    assert stats["total"] == conversations
+    assert stats["imported"] == len(rows) == conversations - stats["skipped"]
+    assert all(list(row) == list(ROLLOUT_COLUMNS) for row in rows)
+    frame = pl.DataFrame(rows, schema=polars_schema(ROLLOUT_COLUMNS))  # the writers' schema accepts them
+    assert frame["rollout_id"].n_unique() == len(rows)
+    per_key = Counter((row["problem_id"], row["model"]) for row in rows)
+    assert max(per_key.values()) <= 18
+    assert set(frame["sample_index"].unique()) <= set(range(18))
+    assert set(frame["finish_reason"]) == {"imported"} and set(frame["status"]) == {"ok"}
+    assert set(frame["engine"]) == {"import"} and frame["error"].null_count() == len(rows)
+    for row in rows[:50]:
+        assert row["rollout_id"] == stable_id(row["problem_id"], row["model"], row["sample_index"])
+
+
+def test_champ_import_subset(monkeypatch):
+    # Three problems, so the row format is checked in seconds; the full import is the slow test below.
+    data = champ._champ_json()
+    subset = {k: data[k] for k in ("P_Combinatorics_1", "P_Combinatorics_7", "P_Combinatorics_9")}
+    monkeypatch.setattr(champ, "_champ_json", lambda: subset)
+    rows, stats = champ.import_champ_rollouts(progress=True)
+    check_rollout_rows(rows, stats, conversations=3 * 72)
+    with_error = sum(
+        any(m["error"] for m in c["messages"]) for entry in subset.values() for c in entry["conversations"].values()
+    )
+    assert stats["skipped"] == with_error == stats["skipped_by_reason"]["LENGTH_CURRENT"] > 0  # length-limited
+    first = next(r for r in rows if r["problem_id"] == "champ:P_Combinatorics_1" and r["model"] == "GPT-3.5")
+    assert first["prompt_setting"] == "0-Shot" and first["sample_index"] == 0  # sorted setting names
+    assert first["reference_answer"] == "239" and first["response"].startswith("To solve this problem")
+    again, _ = champ.import_champ_rollouts()
+    assert again == rows  # stable across runs
+
+
+@pytest.fixture(scope="module")
+def champ_rollouts():
+    # math-verify over ~19k responses takes 2-5 minutes on one core: import once for the tests below.
+    return champ.import_champ_rollouts()
+
+
+@pytest.mark.slow
+def test_champ_import_all(champ_rollouts):
+    rows, stats = champ_rollouts
+    check_rollout_rows(rows, stats, conversations=270 * 72)
+    assert stats["skipped"] == 261  # solutions cut by the length limit, which therefore have no summary
+    models = Counter(row["model"] for row in rows)
+    assert set(models) == {"GPT-3.5", "GPT-4", "GPT-4 Turbo", "PaLM 2 Medium"}
+    assert len({row["problem_id"] for row in rows}) == 270
+    rate = {m: sum(bool(r["correct"]) for r in rows if r["model"] == m) / n for m, n in models.items()}
+    assert all(r["correct"] is not None for r in rows)
+    assert 0.05 < rate["GPT-3.5"] < rate["GPT-4"] < 0.95
+    assert rate["PaLM 2 Medium"] < rate["GPT-3.5"]
+    assert sum(r["extracted_answer"] is not None for r in rows) > 0.9 * len(rows)
