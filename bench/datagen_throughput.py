@@ -71,7 +71,7 @@ def main() -> None:
     args = ap.parse_args()
 
     champ, pairs = args.work / "champ", args.work / "pairs"
-    import_champ(champ, progress=False)
+    import_champ(champ, limit=2 * args.pairs, progress=False)  # enough problems for one pair each
     build_pairs(PairConfig(champ, pairs, cross_model_only=True, max_pairs_per_problem=1), progress=False)
 
     def run(base_url: str) -> dict:
