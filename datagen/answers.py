@@ -68,36 +68,48 @@ def _verify(gold: list[Any], pred: list[Any], seconds: int = 5) -> bool:
 
 
 _PROBE_VALUES = (2, 3, 5, 7)  # values substituted for an answer's free symbols (same name -> same value)
+_PROBE_VALUES_2 = (11, 13, 17, 19)  # a second point: tells a constant from an expression that varies
 
 
 @lru_cache(maxsize=65536)
-def _probe(answer: str) -> complex | None:
-    """The answer's value with its free symbols set to small integers; None when that is not a finite number.
+def _probe(answer: str, values: tuple[int, ...] = _PROBE_VALUES) -> tuple[frozenset[str], complex] | None:
+    """(free symbol names, value with those symbols set to small integers); None unless a finite number.
 
-    Two expressions that are equal as functions take the same value at every point, so different probe
-    values prove two answers different without asking sympy for a symbolic proof (which can take seconds
-    per comparison and dominates pairing time on answers like sums and binomials)."""
+    Two expressions in the same variables that are equal as functions take the same value at every point,
+    so different probe values prove two answers different without asking sympy for a symbolic proof
+    (which can take seconds per comparison and dominates pairing time on answers like sums and binomials).
+    """
     parsed = _parse_answer(answer)
     if not parsed or not hasattr(parsed[0], "free_symbols"):
         return None
     expr = parsed[0]
     try:
         names = sorted({str(s) for s in expr.free_symbols})
-        if len(names) > len(_PROBE_VALUES):
+        if len(names) > len(values):
             return None
-        subs = {s: _PROBE_VALUES[names.index(str(s))] for s in expr.free_symbols}
+        subs = {s: values[names.index(str(s))] for s in expr.free_symbols}
         value = complex(expr.subs(subs).doit().evalf(15))
     except Exception:  # sympy raises many types on sets, relations, unevaluable sums
         return None
     if value != value or abs(value) == float("inf"):
         return None
-    return value
+    return frozenset(names), value
 
 
 def _clearly_different(a: str, b: str) -> bool:
-    x, y = _probe(a), _probe(b)
-    if x is None or y is None:
+    pa, pb = _probe(a), _probe(b)
+    if pa is None or pb is None:
         return False
+    if pa[0] != pb[0]:
+        # A constant against an expression that varies with its variables ("10" vs "2^{n-1}"): different.
+        # Other mismatches ("No" is N*o, "\\text{No}" one symbol) are left to math-verify.
+        varying = b if not pa[0] else a if not pb[0] else None
+        other = _probe(varying, _PROBE_VALUES_2) if varying else None
+        return other is not None and _far(other[1], (pb if varying == b else pa)[1])
+    return _far(pa[1], pb[1])
+
+
+def _far(x: complex, y: complex) -> bool:
     return abs(x - y) > 1e-3 * max(1.0, abs(x), abs(y))
 
 
