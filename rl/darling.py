@@ -1,0 +1,78 @@
+"""DARLING rewards for a whole RL batch: partition every group with one pair scorer, combine with quality.
+
+The scorer is anything with ``is_equivalent(list[(a, b)]) -> bools``: the in-process
+``EquivalenceClassifier`` or the vLLM-served ``ServedEquivalenceClassifier`` (classifier stage). All pairs
+of a round, across every group of the batch, go to the scorer in one call, so the served scorer sends a few
+large requests spread over its replicas instead of one request per pair. If the scorer cannot decide (a
+server down after its retries), its error propagates: a missing decision never becomes a reward.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from darling.rl.partition import PartitionStats, partition_texts
+from darling.rl.reward import DarlingConfig, combine, group_advantages, group_diversity
+
+IsEquivalent = Callable[[list[tuple[str, str]]], Sequence[bool]]
+
+
+@dataclass(frozen=True)
+class BatchReward:
+    rewards: list[list[float]]  # per group, per response
+    quality: list[list[float]]
+    diversity: list[list[float]]  # normalised (and floored, if asked) diversity
+    classes: list[list[int]]  # class label per included response (all responses unless correct_only)
+    stats: PartitionStats
+    seconds: float
+    advantages: list[list[float]] = field(default_factory=list)
+
+    @property
+    def distinct(self) -> list[int]:
+        """Distinct classes per group (NoveltyBench's ``distinct``)."""
+        return [len(set(c)) for c in self.classes]
+
+
+def darling_rewards(
+    groups: Sequence[Sequence[str]],
+    quality: Sequence[Sequence[float]],
+    is_equivalent: IsEquivalent | None,
+    config: DarlingConfig | None = None,
+) -> BatchReward:
+    """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores."""
+    config = config or DarlingConfig()
+    if len(groups) != len(quality) or any(len(g) != len(q) for g, q in zip(groups, quality, strict=True)):
+        raise ValueError("groups and quality must have the same shape")
+    start = time.perf_counter()
+    included = [[(q > 0) if config.correct_only else True for q in qs] for qs in quality]
+    if config.combine == "quality":  # GRPO baseline: no classifier calls at all
+        classes = [list(range(sum(inc))) for inc in included]
+        stats = PartitionStats(0, 0, 0)
+    else:
+        if is_equivalent is None:
+            raise ValueError(f"combine={config.combine!r} needs a pair scorer")
+        kept = [[t for t, inc in zip(g, incs, strict=True) if inc] for g, incs in zip(groups, included, strict=True)]
+        classes, stats = partition_texts(kept, is_equivalent)
+    div = [group_diversity(c, inc, config) for c, inc in zip(classes, included, strict=True)]
+    rewards = [combine(q, d, config) for q, d in zip(quality, div, strict=True)]
+    return BatchReward(
+        rewards=rewards,
+        quality=[[float(x) for x in q] for q in quality],
+        diversity=div,
+        classes=classes,
+        stats=stats,
+        seconds=time.perf_counter() - start,
+        advantages=[group_advantages(r) for r in rewards],
+    )
+
+
+def math_quality(completions: Sequence[str], answers: Sequence[str | None]) -> list[float]:
+    """1.0 when math-verify finds the reference answer in the completion, else 0.0 (no reference: 0.0)."""
+    from darling.datagen.answers import extract_final_answer, is_correct
+
+    return [
+        1.0 if answer is not None and is_correct(answer, text, extract_final_answer(text)) else 0.0
+        for text, answer in zip(completions, answers, strict=True)
+    ]

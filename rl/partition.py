@@ -1,0 +1,90 @@
+"""Partition each prompt's responses into equivalence classes: union-find over pairwise decisions.
+
+Equivalence is made transitive as in the paper (a~b and b~c put a, b, c in one class). A pair whose two
+responses are already in one class cannot change the partition whatever the classifier says, so it is
+never sent (transitivity pruning). To keep requests large, pairs are decided in rounds over a whole RL
+batch: round r asks about (r, j) for every j > r in every group, skipping pairs already joined. Every pair
+is either decided or already joined when its round comes, so the partition is exactly the one obtained
+by deciding all n(n-1)/2 pairs (property-tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# Decides a batch of (group index, i, j) pairs: True where responses i and j of that group are equivalent.
+DecidePairs = Callable[[list[tuple[int, int, int]]], Sequence[bool]]
+
+
+class UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]  # path halving
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)  # the smaller index stays root: stable class labels
+
+    def classes(self) -> list[int]:
+        """Class index per element, numbered in order of first appearance (0, 1, ...)."""
+        label: dict[int, int] = {}
+        return [label.setdefault(self.find(i), len(label)) for i in range(len(self.parent))]
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    pairs_total: int  # n(n-1)/2 summed over groups: what deciding every pair costs
+    pairs_decided: int  # pairs actually sent to the classifier
+    rounds: int  # batched calls to ``decide``
+
+    @property
+    def pairs_saved(self) -> int:
+        return self.pairs_total - self.pairs_decided
+
+
+def partition_groups(
+    sizes: Sequence[int], decide: DecidePairs, prune: bool = True
+) -> tuple[list[list[int]], PartitionStats]:
+    """Class labels for every group (``sizes[g]`` responses each), deciding pairs in batched rounds."""
+    forests = [UnionFind(n) for n in sizes]
+    total = sum(n * (n - 1) // 2 for n in sizes)
+    decided = rounds = 0
+    for r in range(max(sizes, default=0) - 1):
+        batch = [
+            (g, r, j)
+            for g, n in enumerate(sizes)
+            if r < n
+            for j in range(r + 1, n)
+            if not (prune and forests[g].find(r) == forests[g].find(j))
+        ]
+        if not batch:
+            continue
+        verdicts = decide(batch)
+        if len(verdicts) != len(batch):
+            raise RuntimeError(f"the pair classifier returned {len(verdicts)} decisions for {len(batch)} pairs")
+        for (g, i, j), same in zip(batch, verdicts, strict=True):
+            if same:
+                forests[g].union(i, j)
+        decided += len(batch)
+        rounds += 1
+    return [f.classes() for f in forests], PartitionStats(total, decided, rounds)
+
+
+def partition_texts(
+    groups: Sequence[Sequence[str]],
+    is_equivalent: Callable[[list[tuple[str, str]]], Sequence[bool]],
+    prune: bool = True,
+) -> tuple[list[list[int]], PartitionStats]:
+    """Partition groups of texts with a pair scorer's ``is_equivalent(list of (a, b)) -> bools``."""
+
+    def decide(batch: list[tuple[int, int, int]]) -> Sequence[bool]:
+        return [bool(x) for x in is_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])]
+
+    return partition_groups([len(g) for g in groups], decide, prune=prune)

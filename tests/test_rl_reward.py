@@ -1,0 +1,107 @@
+"""The DARLING reward as a library: the paper's worked example, correct-only groups by hand, advantages,
+and transitivity pruning proven equal to deciding every pair (property test)."""
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from darling.rl.darling import darling_rewards
+from darling.rl.partition import partition_groups
+from darling.rl.reward import DarlingConfig, diversity, group_advantages
+
+
+def test_paper_worked_example_four_jokes_two_equivalent():
+    assert diversity([0, 0, 1, 2]) == pytest.approx([2 / 3, 2 / 3, 1, 1])
+
+
+def equivalence_of(pairs_same):
+    return lambda pairs: [pairs_same.get(tuple(sorted(p)), False) for p in pairs]
+
+
+def test_darling_reward_multiplies_quality_and_diversity_and_centres_without_std():
+    jokes = ["knock knock", "knock knock!", "a pun", "a limerick"]
+    same = equivalence_of({("knock knock", "knock knock!"): True})
+    result = darling_rewards([jokes], [[1.0, 0.5, 1.0, 0.0]], same)
+    assert result.classes == [[0, 0, 1, 2]] and result.distinct == [3]
+    assert result.rewards[0] == pytest.approx([2 / 3, 1 / 3, 1.0, 0.0])
+    mean = (2 / 3 + 1 / 3 + 1.0) / 4
+    assert result.advantages[0] == pytest.approx([2 / 3 - mean, 1 / 3 - mean, 1 - mean, -mean])  # no std division
+    assert group_advantages([1.0, 1.0]) == [0.0, 0.0]
+
+
+def test_correct_only_partitions_correct_responses_and_gives_the_rest_the_floor():
+    texts = ["a", "a'", "wrong", "b"]
+    same = equivalence_of({("a", "a'"): True, ("a", "wrong"): True, ("a'", "wrong"): True})
+    cfg = DarlingConfig(correct_only=True)
+    result = darling_rewards([texts], [[1.0, 1.0, 0.0, 1.0]], same, cfg)
+    # Among the 3 correct: {a, a'} and {b}: (3-2)/2 = 0.5, 0.5, (3-1)/2 = 1; "wrong" never reaches the classifier.
+    assert result.diversity[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])
+    assert result.rewards[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])
+    floored = darling_rewards([texts], [[1.0, 1.0, 0.0, 1.0]], same, DarlingConfig(correct_only=True, floor=0.1))
+    assert floored.diversity[0] == pytest.approx([0.5, 0.5, 0.1, 1.0])
+    assert floored.rewards[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])  # incorrect: quality 0 times the floor
+
+
+def test_ablations_additive_and_quality_only():
+    texts, quality = ["x", "x", "y"], [[1.0, 0.0, 1.0]]
+    same = equivalence_of({("x", "x"): True})
+    assert darling_rewards([texts], quality, same, DarlingConfig(combine="add")).rewards[0] == pytest.approx(
+        [1.5, 0.5, 2.0]
+    )
+    baseline = darling_rewards([texts], quality, None, DarlingConfig(combine="quality"))
+    assert baseline.rewards[0] == [1.0, 0.0, 1.0] and baseline.stats.pairs_decided == 0
+
+
+def test_a_scorer_failure_is_not_a_reward():
+    def broken(pairs):
+        raise ConnectionError("classifier server down")
+
+    with pytest.raises(ConnectionError):
+        darling_rewards([["a", "b"]], [[1.0, 1.0]], broken)
+    with pytest.raises(RuntimeError, match="returned 1 decisions for 2 pairs"):
+        darling_rewards([["a", "b", "c"]], [[1.0, 1.0, 1.0]], lambda pairs: [True])
+
+
+def components(n, same):
+    """Brute force: connected components of the 'equivalent' graph, labelled by first appearance."""
+    label = list(range(n))
+    changed = True
+    while changed:
+        changed = False
+        for i, j in itertools.combinations(range(n), 2):
+            if same[(i, j)] and label[i] != label[j]:
+                label[i] = label[j] = min(label[i], label[j])
+                changed = True
+    first = {}
+    return [first.setdefault(x, len(first)) for x in label]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=6).flatmap(
+    lambda sizes: st.tuples(st.just(sizes), st.lists(st.booleans(), min_size=sum(n * n for n in sizes),
+                                                     max_size=sum(n * n for n in sizes)))))  # fmt: skip
+def test_pruned_partition_equals_deciding_every_pair(case):
+    sizes, bits = case
+    tables, k = [], 0
+    for n in sizes:
+        tables.append({(i, j): bits[k + i * n + j] for i, j in itertools.combinations(range(n), 2)})
+        k += n * n
+    asked = []
+
+    def decide(batch):
+        asked.extend(batch)
+        return [tables[g][(i, j)] for g, i, j in batch]
+
+    pruned, stats = partition_groups(sizes, decide)
+    full, full_stats = partition_groups(sizes, lambda b: [tables[g][(i, j)] for g, i, j in b], prune=False)
+    assert pruned == full == [components(n, t) for n, t in zip(sizes, tables, strict=True)]
+    assert full_stats.pairs_decided == full_stats.pairs_total == sum(n * (n - 1) // 2 for n in sizes)
+    assert stats.pairs_decided == len(asked) == len(set(asked)) <= stats.pairs_total
+    assert stats.rounds <= max(sizes) - 1
+
+
+def test_pruning_saves_calls_when_responses_are_alike():
+    _, stats = partition_groups([8, 8], lambda batch: [True] * len(batch))
+    assert (stats.pairs_total, stats.pairs_decided, stats.rounds) == (56, 14, 1)
