@@ -1,0 +1,74 @@
+"""``darling rl-train`` — a thin wrapper over ``darling.rl.train``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from darling.cli.common import out, user_errors
+
+INTERACTIVE = sys.stderr.isatty()
+
+
+@user_errors
+def rl_train_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoints, logs, final policy.")],
+    preset: Annotated[str, typer.Option(help="cpu (SmolLM2, 2 cores) or paper-math (Qwen3-4B-Base, GPUs).")] = "cpu",
+    classifier: Annotated[Path | None, typer.Option(help="Exported equivalence classifier (train-classifier).")] = None,
+    classifier_url: Annotated[
+        list[str] | None, typer.Option(help="vLLM replica serving --classifier (repeatable); default: in-process.")
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="Override the classifier's exported decision threshold.")
+    ] = None,
+    diversity: Annotated[
+        str, typer.Option(help="on: DARLING reward; off: the GRPO baseline (quality only), same settings.")
+    ] = "on",
+    policy: Annotated[str | None, typer.Option(help="Policy model (path, hub name, or smollm2).")] = None,
+    problems: Annotated[str | None, typer.Option(help="Training problems: file, hub dataset, or champ.")] = None,
+    limit: Annotated[int | None, typer.Option(help="First N problems.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
+    num_generations: Annotated[int | None, typer.Option("-n", "--num-generations", help="Rollouts per prompt.")] = None,
+    max_completion_length: Annotated[int | None, typer.Option(help="Max new tokens per rollout.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    correct_only: Annotated[bool, typer.Option(help="Partition only correct responses (math variant).")] = False,
+    floor: Annotated[float, typer.Option(help="Lower bound on diversity (the reference's hidden 0.1); 0 = off.")] = 0.0,
+    loss_type: Annotated[str | None, typer.Option(help="TRL loss: dr_grpo (default), grpo, dapo, bnpo.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in OUTPUT.")] = False,
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads (cpu preset: 1).")] = None,
+) -> None:
+    """GRPO / DARLING training on TRL with the DARLING reward (quality x normalised diversity).
+
+    Examples (CPU: SmolLM2-135M policy, CHAMP problems, the classifier from `darling train-classifier`):
+
+        darling rl-train --preset cpu --classifier runs/clf --output runs/rl
+
+        darling rl-train --preset cpu --diversity off --output runs/rl-grpo        # the GRPO baseline
+
+    Multi-GPU: `accelerate launch --config_file deepspeed_zero3.yaml -m darling rl-train --preset paper-math
+    --classifier runs/qwen3-clf --classifier-url http://node1:8000 --output runs/rl` (see README).
+    """
+    from darling.errors import UserInputError
+    from darling.rl.train import build_config, rl_train
+
+    if diversity not in ("on", "off"):
+        raise UserInputError(f"--diversity must be on or off, got {diversity!r}")
+    config = build_config(
+        preset, output=output, classifier=classifier, classifier_urls=classifier_url or None,
+        classifier_threshold=threshold,
+        diversity=diversity == "on", policy=policy, problems=problems, limit=limit, max_steps=max_steps,
+        num_generations=num_generations, max_completion_length=max_completion_length, learning_rate=lr,
+        correct_only=correct_only or None, floor=floor or None, loss_type=loss_type, threads=threads,
+    )  # fmt: skip
+    trainer = rl_train(config, resume=resume)
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    for h in logs:
+        out.print(
+            f"step {h.get('step')}: reward {h.get('reward', 0):.3f}  quality {h.get('darling/quality', 0):.3f}  "
+            f"diversity {h.get('darling/diversity', 0):.3f}  "
+            f"distinct/group {h.get('darling/distinct_per_group', 0):.2f}"
+        )
+    out.print(f"policy saved to {output}/final")

@@ -1,0 +1,166 @@
+"""``darling rl-train``: TRL's GRPOTrainer with the DARLING reward as one group-aware reward function.
+
+The paper's choices are the defaults: rewards centred per group without std scaling
+(``scale_rewards="none"``, Eq. 6), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``).
+``diversity=False`` runs the GRPO baseline with identical settings (quality only, no classifier calls).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from darling.errors import UserInputError
+
+CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
+PRESETS: dict[str, dict[str, Any]] = {
+    # 2 cores: the packaged SmolLM2-135M-Instruct, 4 samples per prompt, short completions, a few steps.
+    "cpu": dict(policy="smollm2", problems="champ", limit=32, num_generations=4, per_device_train_batch_size=4,
+                max_completion_length=64, learning_rate=1e-6, max_steps=4, use_cpu=True, bf16=False, threads=1),
+    # The paper's math runs (GPU only): Qwen3-4B-Base, n=8, lr 1e-6, long completions, vLLM generation in TRL.
+    "paper-math": dict(policy="Qwen/Qwen3-4B-Base", problems="agentica-org/DeepScaleR-Preview-Dataset", limit=None,
+                       num_generations=8, per_device_train_batch_size=8, gradient_accumulation_steps=4,
+                       max_completion_length=8192, learning_rate=1e-6, max_steps=500, use_cpu=False, bf16=True,
+                       use_vllm=True, vllm_mode="colocate", threads=None, save_steps=50),
+}  # fmt: skip
+
+
+@dataclass
+class RLTrainConfig:
+    output: Path
+    policy: str = "smollm2"
+    classifier: Path | None = None  # exported classifier (train-classifier); needed unless diversity is off
+    classifier_urls: list[str] = field(default_factory=list)  # vLLM replicas serving it; empty: in-process
+    classifier_threshold: float | None = None  # override the exported decision threshold
+    problems: str = "champ"
+    limit: int | None = 32
+    user_template: str = CPU_TEMPLATE
+    diversity: bool = True  # False: the GRPO baseline (quality only)
+    combine: str = "multiply"  # multiply (paper) | add
+    correct_only: bool = False
+    floor: float = 0.0
+    num_generations: int = 4
+    per_device_train_batch_size: int = 4
+    steps_per_generation: int | None = None
+    gradient_accumulation_steps: int = 1
+    max_completion_length: int = 64
+    temperature: float = 1.0
+    learning_rate: float = 1e-6
+    max_steps: int = 4
+    loss_type: str = "dr_grpo"
+    beta: float = 0.0
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    bf16: bool = False
+    use_cpu: bool = True
+    save_steps: int = 1
+    seed: int = 0
+    threads: int | None = 1
+
+    def check(self) -> None:
+        if self.diversity and self.classifier is None:
+            raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --diversity off")
+        per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
+        if per_process % self.num_generations:
+            # TRL scores each process's slice of the generation batch; a group split across two slices would be
+            # partitioned in two halves.
+            raise UserInputError(
+                f"per-device batch x steps per generation = {per_process} must be a multiple of "
+                f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
+            )
+
+
+def build_config(preset: str, **overrides: Any) -> RLTrainConfig:
+    if preset not in PRESETS:
+        raise UserInputError(f"unknown preset {preset!r}: choose {', '.join(PRESETS)}")
+    known = {f.name for f in fields(RLTrainConfig)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise UserInputError(f"unknown option {sorted(unknown)[0]!r}")
+    values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+    return RLTrainConfig(**values)
+
+
+def build_dataset(config: RLTrainConfig):
+    from datasets import Dataset
+
+    from darling.datagen.problems import load_problems
+
+    problems = [p for p in load_problems(config.problems, limit=config.limit) if p.reference_answer is not None]
+    if not problems:
+        raise UserInputError(f"{config.problems}: no problems with a reference answer")
+    rows = [{"prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
+             "answer": p.reference_answer, "problem_id": p.problem_id} for p in problems]  # fmt: skip
+    return Dataset.from_list(rows)
+
+
+def build_scorer(config: RLTrainConfig):
+    """``is_equivalent`` of the in-process or the vLLM-served classifier (None for the GRPO baseline)."""
+    if not config.diversity:
+        return None
+    from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+
+    if config.classifier_urls:
+        scorer = ServedEquivalenceClassifier.from_export(config.classifier, ClassifyClient(config.classifier_urls))
+    else:
+        scorer = EquivalenceClassifier.from_pretrained(config.classifier)
+    if config.classifier_threshold is not None:
+        scorer.threshold = config.classifier_threshold
+    return scorer.is_equivalent
+
+
+def build_trainer(config: RLTrainConfig):
+    """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``)."""
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from darling.local_models import resolve_model
+    from darling.rl.reward import DarlingConfig
+    from darling.rl.trl_reward import DarlingRewardFunction
+
+    config.check()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    dataset = build_dataset(config)
+    darling = DarlingConfig(combine=config.combine if config.diversity else "quality",
+                            correct_only=config.correct_only, floor=config.floor)  # fmt: skip
+    reward = DarlingRewardFunction(config.num_generations, build_scorer(config), darling)
+    args = GRPOConfig(
+        output_dir=str(config.output),
+        per_device_train_batch_size=config.per_device_train_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        steps_per_generation=config.steps_per_generation,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        learning_rate=config.learning_rate,
+        max_steps=config.max_steps,
+        scale_rewards="none",  # Eq. 6: r - mean, no std
+        loss_type=config.loss_type,
+        beta=config.beta,
+        use_vllm=config.use_vllm,
+        vllm_mode=config.vllm_mode,
+        bf16=config.bf16,
+        use_cpu=config.use_cpu,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        report_to="none",
+        seed=config.seed,
+    )
+    trainer = GRPOTrainer(model=resolve_model(config.policy), reward_funcs=[reward], args=args, train_dataset=dataset)
+    trainer.darling_reward = reward
+    return trainer
+
+
+def rl_train(config: RLTrainConfig, resume: bool = False, trainer=None):
+    """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics)."""
+    trainer = trainer or build_trainer(config)
+    checkpoints = sorted(Path(config.output).glob("checkpoint-*"))
+    trainer.train(resume_from_checkpoint=bool(resume and checkpoints))
+    trainer.save_model(str(Path(config.output) / "final"))
+    settings = json.dumps(asdict(config), default=str, indent=2)
+    (Path(config.output) / "darling-rl.json").write_text(settings)
+    return trainer

@@ -1,0 +1,87 @@
+"""The DARLING reward as one group-aware TRL reward function (``GRPOTrainer(reward_funcs=[...])``).
+
+TRL (1.16) calls a reward function with ``prompts, completions, completion_ids``, every dataset column
+(here ``answer``), ``trainer_state``, ``log_extra`` and ``log_metric``, on this process's slice of the
+generation batch, where each prompt's ``num_generations`` completions are contiguous. A group split across
+processes would get a wrong partition, so ``rl-train`` refuses settings that could split one, and this
+function checks every block it receives (same prompt, whole groups) and raises otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from darling.rl.darling import IsEquivalent, darling_rewards, math_quality
+from darling.rl.reward import DarlingConfig
+
+QualityFn = Callable[[Sequence[str], dict[str, list[Any]]], list[float]]
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes plain strings, or for conversational data a list of messages (the assistant's turn)."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(m.get("content") or "" for m in completion if isinstance(m, dict))
+
+
+def answer_quality(completions: Sequence[str], columns: dict[str, list[Any]]) -> list[float]:
+    """Default quality: math-verify correctness against the dataset's ``answer`` column."""
+    if "answer" not in columns:
+        raise KeyError("the math quality needs an 'answer' column in the training dataset")
+    return math_quality(completions, columns["answer"])
+
+
+class DarlingRewardFunction:
+    """``reward(prompts, completions, **columns) -> list[float]``: quality x normalised diversity per group."""
+
+    def __init__(
+        self,
+        num_generations: int,
+        is_equivalent: IsEquivalent | None,
+        config: DarlingConfig | None = None,
+        quality: QualityFn = answer_quality,
+    ):
+        self.num_generations = num_generations
+        self.is_equivalent = is_equivalent
+        self.config = config or DarlingConfig()
+        self.quality = quality
+        self.__name__ = "darling" if self.config.combine != "quality" else "quality"  # TRL logs rewards/<name>
+        self.last = None  # the last BatchReward, for tests and callbacks
+
+    def groups(self, prompts: Sequence[Any], texts: list[str]) -> list[list[str]]:
+        n = self.num_generations
+        if len(texts) % n:
+            raise ValueError(f"{len(texts)} completions is not a whole number of groups of {n}: a group was split")
+        blocks = [texts[k : k + n] for k in range(0, len(texts), n)]
+        for b in range(len(blocks)):
+            if any(prompts[b * n + i] != prompts[b * n] for i in range(n)):
+                raise ValueError(f"completions {b * n}..{b * n + n - 1} do not share one prompt: a group was split")
+        return blocks
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        start = time.perf_counter()
+        log_metric = kwargs.pop("log_metric", None)
+        kwargs.pop("trainer_state", None), kwargs.pop("log_extra", None), kwargs.pop("completion_ids", None)
+        texts = [completion_text(c) for c in completions]
+        groups = self.groups(prompts, texts)
+        quality = self.quality(texts, kwargs)
+        n = self.num_generations
+        result = darling_rewards(groups, [quality[k : k + n] for k in range(0, len(quality), n)],
+                                 self.is_equivalent, self.config)  # fmt: skip
+        self.last = result
+        if log_metric is not None:
+            flat = lambda rows: [x for row in rows for x in row]  # noqa: E731
+            log_metric("darling/quality", sum(quality) / len(quality))
+            log_metric("darling/diversity", _mean(flat(result.diversity)))
+            log_metric("darling/reward", _mean(flat(result.rewards)))
+            log_metric("darling/distinct_per_group", _mean(result.distinct))
+            log_metric("darling/classifier_pairs", float(result.stats.pairs_decided))
+            log_metric("darling/classifier_pairs_saved", float(result.stats.pairs_saved))
+            log_metric("darling/reward_seconds", time.perf_counter() - start)
+        return [r for row in result.rewards for r in row]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
