@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.mkdtemp(prefix="darling-bench-")))
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
     model = args.model or quick_export(args.work)
     env = cpu_server_env(args.work / "vllm-cache", threads=2)
     server = VLLMServer(model, python=args.vllm_python, dtype="float32", max_model_len=512,

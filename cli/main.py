@@ -15,7 +15,7 @@ import typer
 from darling import __version__
 from darling.cli.common import out, user_errors
 from darling.cli.datagen import datagen_app
-from darling.cli.rl import rl_train_cmd
+from darling.cli.rl import rl_train_cmd, serve_classifier_cmd
 
 app = typer.Typer(
     name="darling",
@@ -28,6 +28,7 @@ eval_app = typer.Typer(help="Evaluate classifiers (and, later, generators).", no
 app.add_typer(eval_app, name="eval")
 app.add_typer(datagen_app, name="datagen")
 app.command("rl-train")(rl_train_cmd)
+app.command("serve-classifier")(serve_classifier_cmd)
 
 
 def _version(value: bool) -> None:

@@ -72,3 +72,57 @@ def rl_train_cmd(
             f"distinct/group {h.get('darling/distinct_per_group', 0):.2f}"
         )
     out.print(f"policy saved to {output}/final")
+
+
+@user_errors
+def serve_classifier_cmd(
+    model: Annotated[Path, typer.Option("--model", help="An exported classifier directory (train-classifier).")],
+    replicas: Annotated[int, typer.Option(help="Number of vLLM servers (one per GPU).")] = 1,
+    port: Annotated[int, typer.Option(help="Port of the first replica; the others follow (0 = free ports).")] = 8000,
+    host: Annotated[str, typer.Option(help="Bind address (127.0.0.1 unless you need remote access).")] = "127.0.0.1",
+    gpus: Annotated[str | None, typer.Option(help="Comma-separated GPU ids, one per replica (e.g. 0,1,2,3).")] = None,
+    cpu: Annotated[bool, typer.Option(help="vLLM's CPU build: fp32, eager, small KV cache.")] = False,
+    python: Annotated[
+        str | None, typer.Option(help="vLLM's Python (default: $DARLING_VLLM_PYTHON or the venv).")
+    ] = None,
+    check: Annotated[bool, typer.Option(help="Compare served vs in-process probabilities on sample pairs.")] = False,
+    exit_after_check: Annotated[bool, typer.Option(help="Stop the servers after --check (scripts, CI).")] = False,
+) -> None:
+    """Serve an exported classifier with vLLM (`--runner pooling --convert classify`) on N replicas.
+
+    Examples:
+
+        darling serve-classifier --model runs/clf --replicas 8 --gpus 0,1,2,3,4,5,6,7 --check
+
+        darling serve-classifier --model runs/clf --cpu --port 0 --check --exit-after-check
+
+    Then: `darling rl-train --classifier runs/clf --classifier-url http://127.0.0.1:8000 ...` (repeat per replica).
+    Ctrl-C stops every replica.
+    """
+    import time
+
+    from darling.classifier.serve import parity_check, sample_pairs, start_replicas, stop_all
+
+    devices = gpus.split(",") if gpus else None
+    servers = start_replicas(model, replicas, python, host, port, devices, cpu)
+    try:
+        for server in servers:
+            out.print(f"serving {model} at {server.base_url}  (log: {server.log_path})")
+        if check:
+            report = parity_check(model, [s.base_url for s in servers], sample_pairs())
+            verdict = "OK" if report.ok else "MISMATCH"
+            out.print(f"parity {verdict}: {report.pairs} pairs, max |served - in-process| = {report.max_abs_diff:.2e}, "
+                      f"decisions agree on {report.decisions_agree}/{report.pairs}")  # fmt: skip
+            if not report.ok:
+                raise typer.Exit(code=1)
+        if exit_after_check:
+            return
+        out.print("Ctrl-C to stop")
+        while all(s.process.poll() is None for s in servers):
+            time.sleep(1.0)
+        out.print("a replica exited; stopping the others")
+        raise typer.Exit(code=1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_all(servers)

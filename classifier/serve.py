@@ -1,0 +1,101 @@
+"""``darling serve-classifier``: N vLLM replicas of an exported classifier, and the served-vs-in-process check.
+
+Each replica is ``--runner pooling --convert classify`` on its own port (on GPUs, pinned to its own device
+through ``CUDA_VISIBLE_DEVICES``). The parity check sends sample pairs as token ids through the same client
+the RL reward uses and compares with ``EquivalenceClassifier`` in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
+from darling.errors import UserInputError
+
+
+def default_vllm_python() -> str:
+    """vLLM's Python: ``$DARLING_VLLM_PYTHON``, the venv ``.ci/setup.sh`` makes, or this interpreter."""
+    if os.environ.get("DARLING_VLLM_PYTHON"):
+        return os.environ["DARLING_VLLM_PYTHON"]
+    venv = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def start_replicas(
+    model_dir: Path,
+    replicas: int = 1,
+    python: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    gpus: list[str] | None = None,
+    cpu: bool = False,
+    max_model_len: int | None = None,
+    timeout: float = 600.0,
+) -> list[VLLMServer]:
+    """Start ``replicas`` servers on ports ``port, port+1, ...`` (0: free ports) and wait until all are healthy."""
+    from darling.classifier.export import read_export_meta
+
+    meta = read_export_meta(model_dir)  # fails with one line unless this is a darling export
+    max_model_len = max_model_len or meta["max_length"]  # the longest input the encoder ever builds
+    if gpus and len(gpus) < replicas:
+        raise UserInputError(f"{replicas} replicas need {replicas} --gpus, got {len(gpus)}")
+    servers = []
+    cache = Path(tempfile.mkdtemp(prefix="darling-serve-"))
+    for k in range(replicas):
+        env = cpu_server_env(cache / str(k), threads=max(1, (os.cpu_count() or 2) // replicas)) if cpu else {}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = gpus[k]
+        servers.append(VLLMServer(
+            model_dir, python=python or default_vllm_python(), host=host, port=port + k if port else free_port(host),
+            max_model_len=max_model_len, dtype="float32" if cpu else "auto",
+            extra_args=list(CPU_SERVER_ARGS) if cpu else [], env=env,
+        ).start())  # fmt: skip
+    try:
+        for server in servers:
+            server.wait_healthy(timeout)
+    except BaseException:
+        stop_all(servers)
+        raise
+    return servers
+
+
+def stop_all(servers: list[VLLMServer]) -> None:
+    for server in servers:
+        server.stop()
+
+
+@dataclass(frozen=True)
+class ParityReport:
+    pairs: int
+    max_abs_diff: float
+    decisions_agree: int
+
+    @property
+    def ok(self) -> bool:
+        return self.max_abs_diff < 1e-3 and self.decisions_agree == self.pairs
+
+
+def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]]) -> ParityReport:
+    """Served P(equivalent) vs in-process, same pairs, same token ids, both orders when the export is symmetric."""
+    from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+
+    local = EquivalenceClassifier.from_pretrained(model_dir)
+    with ClassifyClient(urls) as client:
+        served = ServedEquivalenceClassifier.from_export(model_dir, client)
+        remote_p = served.prob_equivalent(pairs)
+        remote_d = served.is_equivalent(pairs)
+    local_p, local_d = local.prob_equivalent(pairs), local.is_equivalent(pairs)
+    return ParityReport(len(pairs), float(np.max(np.abs(remote_p - local_p))), int(np.sum(remote_d == local_d)))
+
+
+def sample_pairs(n: int = 32) -> list[tuple[str, str]]:
+    """Real response pairs for the check: the built-in NoveltyBench pairs."""
+    from darling.classifier.data import load_pairs
+
+    return [p.texts for p in load_pairs("noveltybench").pairs[:n]]
