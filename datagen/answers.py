@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -68,7 +70,28 @@ def _verify(gold: list[Any], pred: list[Any], seconds: int = 5) -> bool:
 
 
 _PROBE_VALUES = (2, 3, 5, 7)  # values substituted for an answer's free symbols (same name -> same value)
-_PROBE_VALUES_2 = (11, 13, 17, 19)  # a second point: tells a constant from an expression that varies
+_PROBE_VALUES_2 = (4, 6, 8, 9)  # a second point: tells a constant from an expression that varies
+_PROBE_SECONDS = 0.5  # sympy can take forever on e.g. n!^{n!}: a probe that runs out proves nothing
+
+
+class _ProbeTimeout(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """SIGALRM-based limit (main thread only, like math-verify's); elsewhere the probe is not attempted."""
+
+    def expire(signum, frame):
+        raise _ProbeTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @lru_cache(maxsize=65536)
@@ -82,14 +105,17 @@ def _probe(answer: str, values: tuple[int, ...] = _PROBE_VALUES) -> tuple[frozen
     parsed = _parse_answer(answer)
     if not parsed or not hasattr(parsed[0], "free_symbols"):
         return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
     expr = parsed[0]
     try:
         names = sorted({str(s) for s in expr.free_symbols})
         if len(names) > len(values):
             return None
         subs = {s: values[names.index(str(s))] for s in expr.free_symbols}
-        value = complex(expr.subs(subs).doit().evalf(15))
-    except Exception:  # sympy raises many types on sets, relations, unevaluable sums
+        with _time_limit(_PROBE_SECONDS):
+            value = complex(expr.subs(subs).doit().evalf(15))
+    except Exception:  # sympy raises many types on sets, relations, unevaluable sums; and _ProbeTimeout
         return None
     if value != value or abs(value) == float("inf"):
         return None

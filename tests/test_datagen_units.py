@@ -169,3 +169,13 @@ def test_prompt_rendering_keeps_latex_and_placeholders_in_solutions(tmp_path):
     bad.write_text("Compare {solution_1} and {solution_2}")
     with pytest.raises(UserInputError, match="prompt.txt: prompt template lacks the placeholder {problem}"):
         load_prompt(bad)
+
+
+def test_comparing_an_astronomically_large_answer_does_not_hang():
+    """n!^{n!} at the probe points is a number with hundreds of millions of digits: the probe gives up (time
+    limit) and math-verify decides, instead of pairing stalling on one problem."""
+    import time
+
+    start = time.monotonic()
+    assert answer_classes(["n!^{n!}", "5", "n!^{n!}"]) == [0, 1, 0]
+    assert time.monotonic() - start < 60
