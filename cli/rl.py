@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from darling.cli.common import out, user_errors
+from darling.cli.common import err, out, user_errors
 
 INTERACTIVE = sys.stderr.isatty()
 
@@ -63,7 +63,15 @@ def rl_train_cmd(
         num_generations=num_generations, max_completion_length=max_completion_length, learning_rate=lr,
         correct_only=correct_only or None, floor=floor or None, loss_type=loss_type, threads=threads,
     )  # fmt: skip
-    trainer = rl_train(config, resume=resume)
+    from darling.classifier import ClassifierServerError
+
+    try:
+        trainer = rl_train(config, resume=resume)
+    except ClassifierServerError as exc:
+        # No decision, no reward: stop loudly; checkpoints up to the last saved step are intact.
+        err.print(f"[bold red]error:[/] the classifier server failed ({exc}); fix it and rerun with --resume",
+                  highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(code=1) from None
     logs = [h for h in trainer.state.log_history if "reward" in h]
     for h in logs:
         out.print(
