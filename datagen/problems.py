@@ -22,7 +22,7 @@ PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
 ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")
 ID_FIELDS = ("id", "idx", "problem_id", "unique_id", "identifier")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonlines", ".json-lines")
-BUILTIN_SOURCES = ("champ",)
+BUILTIN_SOURCES = ("champ", "arithmetic")
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,8 @@ def load_problems(
     limit: int | None = None,
 ) -> list[Problem]:
     """Problems from a ``.jsonl[.gz]`` file, a ``.parquet`` file or folder of shards, a ``save_to_disk``
-    folder, a Hugging Face hub name ``owner/name[:split]``, or the built-in ``champ`` (270 problems).
+    folder, a Hugging Face hub name ``owner/name[:split]``, or the built-ins ``champ`` (270 problems) and
+    ``arithmetic`` (200 generated problems).
 
     Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
     first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each
@@ -165,6 +166,8 @@ def load_problems(
     if spec in BUILTIN_SOURCES and not Path(spec).exists():
         if problem_field or answer_field or id_field:
             raise UserInputError(f"{spec}: the built-in set has fixed fields; drop --problem/answer/id-field")
+        if spec == "arithmetic":
+            return arithmetic_problems()[:limit]
         from darling.datagen.champ import champ_problems
 
         return champ_problems()[:limit]
@@ -185,4 +188,19 @@ def load_problems(
             break
     if not problems:
         raise UserInputError(f"{spec}: no problems found")
+    return problems
+
+
+def arithmetic_problems(n: int = 200, seed: int = 0) -> list[Problem]:
+    """Seeded one-step sums and differences: easy enough that a 135M model solves some on a CPU, so the
+    ``cpu`` RL preset sees non-zero rewards (competition problems like CHAMP give it none)."""
+    import random
+
+    rng = random.Random(seed)
+    problems = []
+    for i in range(n):
+        a, b = rng.randint(2, 30), rng.randint(2, 30)
+        a, b, op = (a, b, "+") if i % 2 == 0 else (max(a, b), min(a, b), "-")
+        answer = a + b if op == "+" else a - b
+        problems.append(Problem(f"arithmetic:{i}", "arithmetic", f"What is {a} {op} {b}?", str(answer)))
     return problems

@@ -17,8 +17,9 @@ from darling.errors import UserInputError
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 PRESETS: dict[str, dict[str, Any]] = {
     # 2 cores: the packaged SmolLM2-135M-Instruct, 4 samples per prompt, short completions, a few steps.
-    "cpu": dict(policy="smollm2", problems="champ", limit=32, num_generations=4, per_device_train_batch_size=4,
-                max_completion_length=64, learning_rate=1e-6, max_steps=4, use_cpu=True, bf16=False, threads=1),
+    "cpu": dict(policy="smollm2", problems="arithmetic", limit=32, num_generations=4, per_device_train_batch_size=4,
+                max_completion_length=64, temperature=0.7, learning_rate=1e-6, max_steps=4, use_cpu=True, bf16=False,
+                threads=1),
     # The paper's math runs (GPU only): Qwen3-4B-Base, n=8, lr 1e-6, long completions, vLLM generation in TRL.
     "paper-math": dict(policy="Qwen/Qwen3-4B-Base", problems="agentica-org/DeepScaleR-Preview-Dataset", limit=None,
                        num_generations=8, per_device_train_batch_size=8, gradient_accumulation_steps=4,

@@ -280,3 +280,14 @@ def test_champ_import_all(champ_rollouts):
     assert 0.05 < rate["GPT-3.5"] < rate["GPT-4"] < 0.95
     assert rate["PaLM 2 Medium"] < rate["GPT-3.5"]
     assert sum(r["extracted_answer"] is not None for r in rows) > 0.9 * len(rows)
+
+
+def test_builtin_arithmetic_problems_are_seeded_and_graded():
+    from darling.datagen.answers import is_correct
+
+    first = load_problems("arithmetic", limit=4)
+    assert first == load_problems("arithmetic")[:4] and len(load_problems("arithmetic")) == 200
+    for p in first:
+        a, op, b = p.problem.removeprefix("What is ").removesuffix("?").split()
+        assert p.reference_answer == str(int(a) + int(b) if op == "+" else int(a) - int(b))
+        assert is_correct(p.reference_answer, f"The answer is \\boxed{{{p.reference_answer}}}.")
