@@ -1,22 +1,45 @@
-"""The semantic-equivalence pair classifier: data, encoding, training, calibration, export, scoring."""
+"""The semantic-equivalence pair classifier, two kinds (cross-encoder, bi-encoder): data, encoding,
+training, calibration, export, scoring in process or over vLLM."""
 
-from darling.classifier.client import ClassifierServerError, ClassifyClient, ServedEquivalenceClassifier
-from darling.classifier.config import PRESETS, ClassifierTrainConfig, build_config
+from darling.classifier.client import (
+    ClassifierServerError,
+    ClassifyClient,
+    EmbedClient,
+    ServedBiEncoderClassifier,
+    ServedEquivalenceClassifier,
+)
+from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, PRESETS, ClassifierTrainConfig, build_config
 from darling.classifier.data import PairSet, load_pairs, split_pairs
-from darling.classifier.encoding import PairEncoder
-from darling.classifier.scoring import EquivalenceClassifier, PairScorer
+from darling.classifier.encoding import PairEncoder, TextEncoder
+from darling.classifier.loading import load_scorer
+from darling.classifier.scoring import (
+    BiEncoderClassifier,
+    EmbeddingScorer,
+    EquivalenceClassifier,
+    EquivalenceScorer,
+    PairScorer,
+)
 
 __all__ = [
+    "BI_ENCODER",
+    "CROSS_ENCODER",
     "PRESETS",
+    "BiEncoderClassifier",
     "ClassifierServerError",
     "ClassifierTrainConfig",
     "ClassifyClient",
+    "EmbedClient",
+    "EmbeddingScorer",
     "EquivalenceClassifier",
+    "EquivalenceScorer",
     "PairEncoder",
     "PairScorer",
     "PairSet",
+    "ServedBiEncoderClassifier",
     "ServedEquivalenceClassifier",
+    "TextEncoder",
     "build_config",
     "load_pairs",
+    "load_scorer",
     "split_pairs",
 ]

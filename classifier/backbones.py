@@ -59,17 +59,17 @@ def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_
         raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None
 
 
-def load_exported_classifier_strict(path: str | Path):
-    """Load an exported classifier, failing on any missing, unexpected or mis-shaped weight.
+def load_exported_strict(path: str | Path, auto_class=None):
+    """Load an exported model (default: the sequence classifier), failing on any missing, unexpected or
+    mis-shaped weight.
 
     transformers only logs such mismatches; the reference conversion used ``strict=False`` and silently
     dropped weights. Here a mismatch is an error.
     """
-    from transformers import AutoModelForSequenceClassification
+    if auto_class is None:
+        from transformers import AutoModelForSequenceClassification as auto_class
 
-    model, info = AutoModelForSequenceClassification.from_pretrained(
-        str(path), use_safetensors=True, output_loading_info=True
-    )
+    model, info = auto_class.from_pretrained(str(path), use_safetensors=True, output_loading_info=True)
     problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
     if problems or info.get("error_msgs"):
         raise UserInputError(f"{path}: weights do not match the model config: {problems or info['error_msgs']}")

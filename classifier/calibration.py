@@ -65,3 +65,56 @@ def binary_metrics(labels: np.ndarray, probs: np.ndarray, threshold: float) -> d
         "n": int(len(labels)),
         "positive_rate": float(labels.mean()) if len(labels) else float("nan"),
     }
+
+
+INTERVAL_METRICS = ("accuracy", "balanced_accuracy", "f1", "roc_auc", "ece")
+
+
+def resampled_metrics(
+    labels: np.ndarray, probs: np.ndarray, threshold: float, idx: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The metrics of ``INTERVAL_METRICS`` for each row of resample indices ``idx`` (B, n), vectorised.
+
+    Same definitions as ``binary_metrics`` (scikit-learn), computed from counts and ranks so that a
+    thousand resamples take milliseconds; resamples with a single label give NaN AUC / balanced accuracy.
+    """
+    from scipy.stats import rankdata
+
+    y, p = labels[idx], probs[idx]
+    pred = p >= threshold
+    tp, fp = (pred & (y == 1)).sum(1), (pred & (y == 0)).sum(1)
+    pos = (y == 1).sum(1)
+    neg = y.shape[1] - pos
+    fn, tn = pos - tp, neg - fp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr, tnr = tp / pos, tn / neg
+        f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+        ranks = rankdata(p, axis=1)
+        auc = ((ranks * (y == 1)).sum(1) - pos * (pos + 1) / 2) / (pos * neg)
+    bins = np.minimum((p * 10).astype(int), 9)
+    ece = np.zeros(len(idx))
+    for b in range(10):
+        mask = bins == b
+        count = mask.sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.abs((p * mask).sum(1) - (y * mask).sum(1)) / count
+        ece += np.where(count > 0, gap * count / y.shape[1], 0.0)
+    return {"accuracy": (tp + tn) / y.shape[1], "balanced_accuracy": (tpr + tnr) / 2, "f1": f1, "roc_auc": auc,
+            "ece": ece}  # fmt: skip
+
+
+def bootstrap_intervals(
+    labels: np.ndarray, probs: np.ndarray, threshold: float, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict[str, list[float]]:
+    """Percentile bootstrap intervals (pairs resampled with replacement) of the metrics at ``threshold``.
+
+    Small evaluation sets give wide intervals: on 143 pairs accuracy moves by about +-0.07.
+    """
+    labels, probs = np.asarray(labels).astype(int), np.asarray(probs, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(labels), (n_boot, len(labels)))
+    tail = (1 - level) / 2 * 100
+    out = {}
+    for name, values in resampled_metrics(labels, probs, threshold, idx).items():
+        values = values[np.isfinite(values)]
+        out[name] = [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
+    return out

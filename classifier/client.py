@@ -1,4 +1,5 @@
-"""Client for a classifier served by vLLM (``/classify``), sending the project's token ids.
+"""Clients for a classifier served by vLLM, sending the project's token ids: ``/classify`` for a
+cross-encoder, ``/v1/embeddings`` for a bi-encoder.
 
 Large batches, spread over one or more replicas concurrently; per-request timeouts; bounded retries with
 exponential backoff on timeouts, refused connections and 5xx. When a decision cannot be obtained the
@@ -17,9 +18,10 @@ import httpx
 import numpy as np
 
 from darling.classifier.backbones import EQUIVALENT_INDEX, load_tokenizer
-from darling.classifier.encoding import PairEncoder
+from darling.classifier.config import BI_ENCODER
+from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import read_export_meta
-from darling.classifier.scoring import PairScorer
+from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer, PairScorer
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -28,7 +30,11 @@ class ClassifierServerError(RuntimeError):
     """The classifier server could not give a decision after all retries."""
 
 
-class ClassifyClient:
+class PoolingClient:
+    """Token-id batches to vLLM pooling endpoints over replicas; subclasses name the endpoint and read rows."""
+
+    path = ""
+
     def __init__(
         self,
         base_urls: str | Sequence[str],
@@ -47,16 +53,24 @@ class ClassifyClient:
         self.base_urls = [u.rstrip("/") for u in urls]
         self.model = model
         self.batch_size = batch_size
+        self.timeout = timeout
         self.max_retries = max_retries
         self.backoff, self.max_backoff = backoff, max_backoff
         self.max_concurrency = max_concurrency or 2 * len(self.base_urls)
+        self._transport = transport
         self._http = httpx.Client(timeout=timeout, transport=transport)
         self.requests_sent = 0
+
+    def settings(self) -> dict:
+        """Constructor arguments, to build a client of the other kind for the same replicas."""
+        return dict(base_urls=self.base_urls, model=self.model, batch_size=self.batch_size, timeout=self.timeout,
+                    max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
+                    max_concurrency=self.max_concurrency, transport=self._transport)  # fmt: skip
 
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> ClassifyClient:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
@@ -88,20 +102,21 @@ class ClassifyClient:
             return response.json()
         raise ClassifierServerError(f"{url}: no answer after {self.max_retries + 1} attempts ({last_error})")
 
-    def _classify_chunk(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
+    def _rows(self, item: dict) -> list[float]:
+        raise NotImplementedError
+
+    def _chunk(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
         payload = {"model": self._model_name(base_url), "input": chunk}
-        data = self._request_with_retries(base_url, "POST", "/classify", payload)["data"]
+        data = self._request_with_retries(base_url, "POST", self.path, payload)["data"]
         if len(data) != len(chunk):
             raise ClassifierServerError(f"{base_url}: asked for {len(chunk)} results, got {len(data)}")
-        probs = np.zeros((len(chunk), 2), dtype=np.float64)
-        for item in data:
-            probs[item["index"]] = item["probs"]
-        return probs
+        rows = [np.asarray(self._rows(item), dtype=np.float64) for item in sorted(data, key=lambda d: d["index"])]
+        return np.stack(rows)
 
-    def classify_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """Class probabilities (n, 2) for pre-encoded inputs, in input order."""
+    def run_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """One result row per pre-encoded input, in input order, chunks spread over the replicas."""
         if not input_ids:
-            return np.zeros((0, 2))
+            return np.zeros((0, 0))
         chunks = [
             list(map(list, input_ids[i : i + self.batch_size])) for i in range(0, len(input_ids), self.batch_size)
         ]
@@ -109,23 +124,77 @@ class ClassifyClient:
             self._model_name(self.base_urls[0])
         jobs = list(zip(cycle(self.base_urls), chunks, strict=False))
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(jobs))) as pool:
-            results = list(pool.map(lambda job: self._classify_chunk(*job), jobs))
+            results = list(pool.map(lambda job: self._chunk(*job), jobs))
         return np.concatenate(results)
 
 
+class ClassifyClient(PoolingClient):
+    """A cross-encoder behind ``vllm serve DIR --runner pooling --convert classify``."""
+
+    path = "/classify"
+
+    def _rows(self, item: dict) -> list[float]:
+        return item["probs"]
+
+    def classify_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Class probabilities (n, 2) for pre-encoded inputs, in input order."""
+        return self.run_ids(input_ids) if input_ids else np.zeros((0, 2))
+
+
+class EmbedClient(PoolingClient):
+    """A bi-encoder behind ``vllm serve DIR --runner pooling --convert embed`` (OpenAI embeddings API)."""
+
+    path = "/v1/embeddings"
+
+    def _rows(self, item: dict) -> list[float]:
+        return item["embedding"]
+
+    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Embeddings (n, dim) for pre-encoded texts, in input order (normalised by the server's pooler)."""
+        return self.run_ids(input_ids)
+
+
 class ServedEquivalenceClassifier(PairScorer):
-    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling."""
+    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling.
+
+    ``from_export`` reads the export's kind: a bi-encoder export gives a ``ServedBiEncoderClassifier``.
+    """
 
     def __init__(self, encoder: PairEncoder, client: ClassifyClient, threshold: float = 0.5, symmetric: bool = False):
         super().__init__(encoder, threshold, symmetric)
         self.client = client
 
     @classmethod
-    def from_export(cls, path: str | Path, client: ClassifyClient) -> ServedEquivalenceClassifier:
+    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> EquivalenceScorer:
         """Encoder and threshold from the exported directory; the weights live on the server."""
         meta = read_export_meta(path)
+        if meta["kind"] == BI_ENCODER:
+            return ServedBiEncoderClassifier.from_export(path, client)
+        if not isinstance(client, ClassifyClient):
+            client = (
+                ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
+            )
         encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
         return cls(encoder, client, meta["threshold"], meta.get("symmetric", False))
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         return self.client.classify_ids(input_ids)[:, EQUIVALENT_INDEX]
+
+
+class ServedBiEncoderClassifier(EmbeddingScorer):
+    """The served twin of ``BiEncoderClassifier``: embeddings from vLLM replicas, the cosine map here."""
+
+    def __init__(self, encoder: TextEncoder, client: EmbedClient, scale: float, bias: float, threshold: float = 0.5):
+        super().__init__(encoder, scale, bias, threshold)
+        self.client = client
+
+    @classmethod
+    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> ServedBiEncoderClassifier:
+        meta = read_export_meta(path)
+        if not isinstance(client, EmbedClient):
+            client = EmbedClient(client) if not isinstance(client, PoolingClient) else EmbedClient(**client.settings())
+        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        return cls(encoder, client, meta["scale"], meta["bias"], meta["threshold"])
+
+    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        return self.client.embed_ids(input_ids)

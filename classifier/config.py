@@ -17,12 +17,19 @@ from darling.errors import UserInputError
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 THRESHOLD_OBJECTIVES = ("accuracy", "balanced_accuracy", "f1")
+CROSS_ENCODER, BI_ENCODER = "cross-encoder", "bi-encoder"
+KINDS = (CROSS_ENCODER, BI_ENCODER)
 
 
 @dataclass
 class ClassifierTrainConfig:
+    # cross-encoder: both responses in one input, a 2-class head (the paper's). bi-encoder: each response
+    # embedded alone, P(equivalent) = sigmoid(a * cos + b) (biencoder.py).
+    kind: str = CROSS_ENCODER
     backbone: str = PACKAGED_MINILM
     max_tokens_per_response: int = 128
+    pooling: str = "auto"  # bi-encoder: auto (the backbone's own) | mean | cls | last
+    bi_loss: str = "bce"  # bi-encoder: bce | cosent (bi_training.py)
     # Optimisation (AdamW, linear warm-up then cosine decay to min_learning_rate).
     learning_rate: float = 2e-5
     min_learning_rate: float = 2e-6
@@ -58,6 +65,13 @@ class ClassifierTrainConfig:
     trust_remote_code: bool = False
 
     def validate(self) -> ClassifierTrainConfig:
+        for name, allowed in (
+            ("kind", KINDS),
+            ("pooling", ("auto", "mean", "cls", "last")),
+            ("bi_loss", ("bce", "cosent")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise UserInputError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.threshold_objective not in THRESHOLD_OBJECTIVES:
             raise UserInputError(
                 f"threshold_objective must be one of {', '.join(THRESHOLD_OBJECTIVES)}, "

@@ -55,6 +55,20 @@ def resolve_special_ids(tokenizer) -> SpecialIds:
     return SpecialIds(cls_id=cls_id, sep_id=sep_id, pad_id=pad_id)
 
 
+def tokenize_responses(tokenizer, texts: Sequence[str], budget: int) -> list[list[int]]:
+    """Token ids of each text, no special tokens, truncated to ``budget`` tokens.
+
+    ``split_special_tokens`` makes a response that literally contains ``<|im_end|>`` or ``[SEP]``
+    tokenise as plain text, so no response can inject a control token into the model input.
+    """
+    if not texts:
+        return []
+    out = tokenizer(
+        list(texts), add_special_tokens=False, truncation=True, max_length=budget, split_special_tokens=True
+    )
+    return out["input_ids"]
+
+
 class PairEncoder:
     """Encodes response pairs into model input ids; ``pad`` turns a batch into tensors."""
 
@@ -70,21 +84,8 @@ class PairEncoder:
         return 2 * self.max_tokens_per_response + 3
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each text, no special tokens, truncated to the per-response budget.
-
-        ``split_special_tokens`` makes a response that literally contains ``<|im_end|>`` or ``[SEP]``
-        tokenise as plain text, so no response can inject a control token into the pair.
-        """
-        if not texts:
-            return []
-        out = self.tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            truncation=True,
-            max_length=self.max_tokens_per_response,
-            split_special_tokens=True,
-        )
-        return out["input_ids"]
+        """Token ids of each text, no special tokens, truncated to the per-response budget."""
+        return tokenize_responses(self.tokenizer, texts, self.max_tokens_per_response)
 
     def join(self, ids_a: Sequence[int], ids_b: Sequence[int]) -> list[int]:
         s = self.special
@@ -101,10 +102,55 @@ class PairEncoder:
 
     def pad(self, batch: Sequence[Sequence[int]], pad_to: int | None = None) -> dict[str, torch.Tensor]:
         """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``."""
-        width = max(len(ids) for ids in batch) if pad_to is None else pad_to
-        input_ids = torch.full((len(batch), width), self.special.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, ids in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, : len(ids)] = 1
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
+        return pad_ids(batch, self.special.pad_id, pad_to)
+
+
+class TextEncoder:
+    """Single-response ids for the bi-encoder: the form each backbone embeds one text in.
+
+    Encoders with CLS/SEP (BERT, MiniLM): ``[CLS] tokens[:budget] [SEP]``, as sentence-transformers
+    tokenises. Decoder-only embedders (Qwen3-Embedding): ``tokens[:budget] <|endoftext|>``, the end-of-text
+    token whose state last-token pooling reads (Qwen3-Embedding's tokenizer appends it the same way).
+    vLLM receives these ids and embeds them without tokenising again.
+    """
+
+    def __init__(self, tokenizer, max_tokens_per_response: int):
+        if max_tokens_per_response < 1:
+            raise UserInputError(f"max_tokens_per_response must be >= 1, got {max_tokens_per_response}")
+        self.tokenizer = tokenizer
+        self.max_tokens_per_response = max_tokens_per_response
+        cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+        if cls_id is not None and sep_id is not None:
+            self.prefix, self.suffix = [cls_id], [sep_id]
+        else:
+            eos = _token_id(tokenizer, QWEN_PAD_TOKEN)
+            eos = tokenizer.eos_token_id if eos is None else eos
+            if eos is None:
+                raise UserInputError(
+                    f"tokenizer {type(tokenizer).__name__} has neither CLS/SEP nor an end-of-text token"
+                )
+            self.prefix, self.suffix = [], [eos]
+        pad = tokenizer.pad_token_id
+        self.pad_id = self.suffix[0] if pad is None else pad
+
+    @property
+    def max_length(self) -> int:
+        return self.max_tokens_per_response + len(self.prefix) + len(self.suffix)
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        ids = tokenize_responses(self.tokenizer, texts, self.max_tokens_per_response)
+        return [[*self.prefix, *t, *self.suffix] for t in ids]
+
+    def pad(self, batch: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        return pad_ids(batch, self.pad_id)
+
+
+def pad_ids(batch: Sequence[Sequence[int]], pad_id: int, pad_to: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``."""
+    width = max(len(ids) for ids in batch) if pad_to is None else pad_to
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, ids in enumerate(batch):
+        input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[row, : len(ids)] = 1
+    return {"input_ids": input_ids, "attention_mask": attention_mask}

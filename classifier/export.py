@@ -1,8 +1,11 @@
-"""Export a trained classifier as a Hugging Face directory that vLLM serves as it is.
+"""Export a trained classifier, either kind, as a Hugging Face directory that vLLM serves as it is.
 
-Layout: ``config.json`` (id2label), ``model.safetensors``, tokenizer files, ``darling.json`` (everything
-needed to reproduce the encoding and the decision) and a ``README.md`` model card. Files are written to a
-temporary folder and moved in; ``darling.json`` is moved last, so its presence marks a complete export.
+Layout: ``config.json``, ``model.safetensors``, tokenizer files, ``darling.json`` (everything needed to
+reproduce the encoding and the decision) and a ``README.md`` model card. A cross-encoder is a 2-label
+sequence classifier (``vllm serve DIR --runner pooling --convert classify``); a bi-encoder is the bare
+encoder plus sentence-transformers' ``modules.json`` / ``1_Pooling`` / ``Normalize`` entries, which is
+where vLLM reads its pooling and normalisation (``--runner pooling --convert embed``). Files are written to
+a temporary folder and moved in; ``darling.json`` is moved last, so its presence marks a complete export.
 """
 
 from __future__ import annotations
@@ -16,38 +19,38 @@ from typing import Any
 
 from darling import __version__
 from darling.classifier.backbones import EQUIVALENT_INDEX, LABEL_NAMES
-from darling.classifier.encoding import PairEncoder
+from darling.classifier.biencoder import ST_POOLING_KEYS, BiEncoder, is_encoder_only
+from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
+from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.errors import UserInputError
 
-EXPORT_FORMAT_VERSION = 1
+EXPORT_FORMAT_VERSION = 2  # 2: "kind" (cross-encoder | bi-encoder); a file without it is a cross-encoder
 META_FILE = "darling.json"
+VALIDATION_NOTE = (
+    "validation split: the decision threshold was chosen on these same pairs, so threshold-dependent "
+    "figures (accuracy, F1, ...) are optimistic; ROC-AUC does not depend on the threshold"
+)
+TEST_NOTE = "held-out pairs that chose nothing (neither the threshold nor any training decision)"
 
 
 def read_export_meta(path: str | Path) -> dict[str, Any]:
     meta_path = Path(path) / META_FILE
     if not meta_path.exists():
         raise UserInputError(f"{path}: not a darling classifier export (no {META_FILE}); train one first")
-    meta = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{meta_path}: not valid JSON ({exc})") from None
     if meta.get("format_version", 0) > EXPORT_FORMAT_VERSION:
         raise UserInputError(f"{meta_path}: format_version {meta['format_version']} is newer than this darling")
+    meta.setdefault("kind", CROSS_ENCODER)
     return meta
 
 
-def build_meta(
-    encoder: PairEncoder,
-    backbone: str,
-    threshold: float,
-    symmetric: bool,
-    metrics: dict[str, Any],
-    data_sha256: str,
-    train_config: dict[str, Any],
-) -> dict[str, Any]:
+def cross_encoder_fields(encoder: PairEncoder, symmetric: bool) -> dict[str, Any]:
     s = encoder.special
     return {
-        "format_version": EXPORT_FORMAT_VERSION,
-        "darling_version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "backbone": backbone,
+        "kind": CROSS_ENCODER,
         "max_tokens_per_response": encoder.max_tokens_per_response,
         "max_length": encoder.max_length,
         "cls_token_id": s.cls_id,
@@ -56,31 +59,98 @@ def build_meta(
         "input_format": "[CLS] a[:max_tokens_per_response] [SEP] b[:max_tokens_per_response] [SEP]",
         "labels": {str(k): v for k, v in LABEL_NAMES.items()},
         "equivalent_index": EQUIVALENT_INDEX,
-        "threshold": threshold,
         "symmetric": symmetric,
-        "validation_metrics": metrics,
-        "train_data_sha256": data_sha256,
-        "train_config": train_config,
     }
 
 
+def bi_encoder_fields(encoder: TextEncoder, model: BiEncoder) -> dict[str, Any]:
+    wrap = ("[CLS] ", " [SEP]") if encoder.prefix else ("", " <|endoftext|>")
+    return {
+        "kind": BI_ENCODER,
+        "max_tokens_per_response": encoder.max_tokens_per_response,
+        "max_length": encoder.max_length,
+        "prefix_token_ids": encoder.prefix,
+        "suffix_token_ids": encoder.suffix,
+        "pad_token_id": encoder.pad_id,
+        "input_format": f"{wrap[0]}text[:max_tokens_per_response]{wrap[1]} (each response alone)",
+        "pooling": model.pooling,
+        "normalize": True,
+        "scale": model.scale.item(),
+        "bias": model.bias.item(),
+        "probability": "sigmoid(scale * cos(e_a, e_b) + bias)",
+        "symmetric": False,
+    }
+
+
+def build_meta(
+    kind_fields: dict[str, Any],
+    backbone: str,
+    threshold: float,
+    metrics: dict[str, Any],
+    data_sha256: str,
+    train_config: dict[str, Any],
+    test_metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    meta = {
+        "format_version": EXPORT_FORMAT_VERSION,
+        "darling_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "backbone": backbone,
+        **kind_fields,
+        "threshold": threshold,
+        "validation_metrics": metrics,
+        "validation_note": VALIDATION_NOTE,
+        "train_data_sha256": data_sha256,
+        "train_config": train_config,
+    }
+    if test_metrics is not None:
+        meta["test_metrics"], meta["test_note"] = test_metrics, TEST_NOTE
+    return meta
+
+
+def _metric_rows(m: dict[str, Any]) -> str:
+    """One row per metric, with its bootstrap 95% interval where the report has one."""
+    intervals = m.get("intervals_95", {})
+    rows = []
+    for key, value in m.items():
+        if isinstance(value, dict):
+            continue
+        shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+        if key in intervals:
+            shown += f" [{intervals[key][0]:.3f}, {intervals[key][1]:.3f}]"
+        rows.append(f"| {key} | {shown} |")
+    return "\n".join(rows)
+
+
 def _model_card(meta: dict[str, Any]) -> str:
-    m = meta["validation_metrics"]
-    rows = "\n".join(f"| {k} | {v:.4f} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in m.items())
+    bi = meta["kind"] == BI_ENCODER
+    serve = "--runner pooling --convert embed" if bi else "--runner pooling --convert classify"
+    client = "EmbedClient" if bi else "ClassifyClient"
+    decision = (
+        f"P(equivalent) = sigmoid({meta['scale']:.4f} * cos + {meta['bias']:.4f}) of the {meta['pooling']}-pooled, "
+        f"normalised embeddings; decision threshold {meta['threshold']:.4f}"
+        if bi
+        else f"P(equivalent) = `probs[{meta['equivalent_index']}]`, decision threshold {meta['threshold']:.4f} "
+        f"({'mean of both orders' if meta['symmetric'] else 'single order'})"
+    )
+    test = ""
+    if "test_metrics" in meta:
+        rows = _metric_rows(meta["test_metrics"])
+        header = "| metric | value [95% interval] |\n| --- | --- |"
+        test = f"\n## Held-out metrics\n{meta['test_note']}.\n\n{header}\n{rows}\n"
     return f"""---
 library_name: transformers
-pipeline_tag: text-classification
-tags: [darling, semantic-equivalence, pair-classification]
+pipeline_tag: {"sentence-similarity" if bi else "text-classification"}
+tags: [darling, semantic-equivalence, {meta["kind"]}]
 ---
-# DARLING equivalence classifier
+# DARLING equivalence classifier ({meta["kind"]})
 
 Decides whether two responses to the same prompt are equivalent (label 1, `equivalent`) or different
 (label 0). Trained with darling v{meta["darling_version"]} from `{meta["backbone"]}`.
 
 ## Input format
-Token ids `{meta["input_format"]}` with CLS={meta["cls_token_id"]}, SEP={meta["sep_token_id"]},
-max {meta["max_tokens_per_response"]} tokens per response, no token type ids. Send token ids, not text,
-so the serving tokenizer cannot change the input:
+Token ids `{meta["input_format"]}`, max {meta["max_tokens_per_response"]} tokens per response, no token type
+ids. Send token ids, not text, so the serving tokenizer cannot change the input:
 
 ```python
 from darling.classifier import EquivalenceClassifier
@@ -88,29 +158,63 @@ clf = EquivalenceClassifier.from_pretrained("THIS_DIR")
 clf.prob_equivalent([("response a", "response b")])
 ```
 
-Serving: `vllm serve THIS_DIR --runner pooling --convert classify` and `darling.classifier.ClassifyClient`;
-P(equivalent) = `probs[{meta["equivalent_index"]}]`, decision threshold {meta["threshold"]:.4f}
-({"mean of both orders" if meta["symmetric"] else "single order"}).
+Serving: `vllm serve THIS_DIR {serve}` and `darling.classifier.{client}` (or `darling serve-classifier`);
+{decision}.
 
 ## Validation metrics
-| metric | value |
-| --- | --- |
-{rows}
+{meta["validation_note"]}.
 
+| metric | value [bootstrap 95% interval] |
+| --- | --- |
+{_metric_rows(meta["validation_metrics"])}
+{test}
 Training data SHA-256: `{meta["train_data_sha256"]}`
 """
 
 
+def _write_sentence_transformers_files(folder: Path, model: BiEncoder, max_seq_length: int) -> None:
+    """The pooling and normalisation as sentence-transformers records them: vLLM reads these files."""
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    pooling = {key: model.pooling == name for name, key in ST_POOLING_KEYS.items()}
+    pooling.update(word_embedding_dimension=model.backbone.config.hidden_size, pooling_mode_max_tokens=False,
+                   pooling_mode_mean_sqrt_len_tokens=False, pooling_mode_weightedmean_tokens=False)  # fmt: skip
+    (folder / "1_Pooling").mkdir()
+    (folder / "2_Normalize").mkdir()
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n")
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length}) + "\n")
+
+
+def _save_model(model, folder: Path, meta: dict[str, Any]) -> None:
+    if meta["kind"] == CROSS_ENCODER:
+        model.config.id2label = dict(LABEL_NAMES)
+        model.config.label2id = {v: k for k, v in LABEL_NAMES.items()}
+        model.config.pad_token_id = meta["pad_token_id"]
+        model.save_pretrained(folder, safe_serialization=True)
+        return
+    model.backbone.save_pretrained(folder, safe_serialization=True)
+    if not is_encoder_only(model.backbone.config):
+        # A decoder's bare model saves as e.g. Qwen3Model, which vLLM does not register; under its causal-LM
+        # name vLLM's pooling adapter loads the same weights (with or without the "model." prefix).
+        config_path = folder / "config.json"
+        config = json.loads(config_path.read_text())
+        config["architectures"] = [a.removesuffix("Model") + "ForCausalLM" for a in config["architectures"]]
+        config_path.write_text(json.dumps(config, indent=2) + "\n")
+    _write_sentence_transformers_files(folder, model, meta["max_length"])
+
+
 def export_classifier(model, tokenizer, output: str | Path, meta: dict[str, Any]) -> Path:
+    """Write ``model`` (a sequence classifier, or a ``BiEncoder`` when ``meta["kind"]`` says so) to ``output``."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     tmp = output / f".export-tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    model.config.id2label = dict(LABEL_NAMES)
-    model.config.label2id = {v: k for k, v in LABEL_NAMES.items()}
-    model.config.pad_token_id = meta["pad_token_id"]
-    model.save_pretrained(tmp, safe_serialization=True)
+    _save_model(model, tmp, meta)
     tokenizer.save_pretrained(tmp)
     (tmp / "README.md").write_text(_model_card(meta))
     (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

@@ -64,27 +64,74 @@ def freeze_lower_layers(model, n_layers: int) -> None:
             p.requires_grad = False
 
 
-class PairClassifierModule(L.LightningModule):
-    """Wraps an ``AutoModelForSequenceClassification`` (num_labels=2) with class-weighted CE.
+class _PairModule(L.LightningModule):
+    """What both kinds share: validation AUC, warm-up + cosine AdamW with a separate rate for new heads.
 
     Gradient accumulation is Lightning's ``accumulate_grad_batches``: its automatic optimisation divides
     each micro-batch loss by the number of accumulated batches, so the gradient is that of the mean loss
     (the reference code summed them). ``tests/test_training.py`` checks this against one large batch.
     """
 
-    def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
+    def __init__(self, config: ClassifierTrainConfig, weights: list[float] | None):
         super().__init__()
-        self.model = model.train()  # from_pretrained returns eval mode (dropout off)
         self.config = config
         self.register_buffer("class_weights", torch.tensor(weights or [1.0, 1.0]), persistent=False)
         self.save_hyperparameters({"config": config.to_dict(), "class_weights": weights})
+        self._val_probs: list[torch.Tensor] = []
+        self._val_labels: list[torch.Tensor] = []
+
+    def is_head(self, name: str) -> bool:
+        return is_head_param(name)
+
+    def on_validation_epoch_end(self) -> None:
+        from sklearn.metrics import roc_auc_score
+
+        if not self._val_probs:
+            return
+        probs, labels = torch.cat(self._val_probs).numpy(), torch.cat(self._val_labels).numpy()
+        self._val_probs.clear()
+        self._val_labels.clear()
+        if len(set(labels.tolist())) == 2:
+            self.log("val/auc", float(roc_auc_score(labels, probs)), prog_bar=True)
+        self.log("val/accuracy@0.5", float(((probs >= 0.5) == labels).mean()))
+
+    def configure_optimizers(self):
+        cfg = self.config
+        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        head_lr = cfg.head_learning_rate or cfg.learning_rate
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight", "scale")
+        groups: dict[tuple[bool, bool], list] = {}
+        for name, param in named:
+            key = (self.is_head(name), name.endswith(no_decay))
+            groups.setdefault(key, []).append(param)
+        param_groups = [
+            {
+                "params": params,
+                "lr": head_lr if is_head else cfg.learning_rate,
+                "weight_decay": 0.0 if is_no_decay else cfg.weight_decay,
+            }
+            for (is_head, is_no_decay), params in groups.items()
+        ]
+        optimizer = torch.optim.AdamW(param_groups)
+        total = int(self.trainer.estimated_stepping_batches)
+        floor = cfg.min_learning_rate / cfg.learning_rate if cfg.learning_rate else 0.0
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: warmup_cosine(step, cfg.warmup_steps, total, floor)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class PairClassifierModule(_PairModule):
+    """The cross-encoder: an ``AutoModelForSequenceClassification`` (num_labels=2) with class-weighted CE."""
+
+    def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
+        super().__init__(config, weights)
+        self.model = model.train()  # from_pretrained returns eval mode (dropout off)
         if config.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         freeze_lower_layers(model, config.freeze_layers)
         if config.identity_pooler:  # on --resume the checkpoint's weights replace this afterwards
             identity_pooler(model)
-        self._val_probs: list[torch.Tensor] = []
-        self._val_labels: list[torch.Tensor] = []
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
@@ -105,40 +152,3 @@ class PairClassifierModule(L.LightningModule):
         self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
         self._val_probs.append(logits.softmax(-1)[:, EQUIVALENT_INDEX].detach().cpu())
         self._val_labels.append(batch["labels"].detach().cpu())
-
-    def on_validation_epoch_end(self) -> None:
-        from sklearn.metrics import roc_auc_score
-
-        if not self._val_probs:
-            return
-        probs, labels = torch.cat(self._val_probs).numpy(), torch.cat(self._val_labels).numpy()
-        self._val_probs.clear()
-        self._val_labels.clear()
-        if len(set(labels.tolist())) == 2:
-            self.log("val/auc", float(roc_auc_score(labels, probs)), prog_bar=True)
-        self.log("val/accuracy@0.5", float(((probs >= 0.5) == labels).mean()))
-
-    def configure_optimizers(self):
-        cfg = self.config
-        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
-        head_lr = cfg.head_learning_rate or cfg.learning_rate
-        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-        groups: dict[tuple[bool, bool], list] = {}
-        for name, param in named:
-            key = (is_head_param(name), name.endswith(no_decay))
-            groups.setdefault(key, []).append(param)
-        param_groups = [
-            {
-                "params": params,
-                "lr": head_lr if is_head else cfg.learning_rate,
-                "weight_decay": 0.0 if is_no_decay else cfg.weight_decay,
-            }
-            for (is_head, is_no_decay), params in groups.items()
-        ]
-        optimizer = torch.optim.AdamW(param_groups)
-        total = int(self.trainer.estimated_stepping_batches)
-        floor = cfg.min_learning_rate / cfg.learning_rate if cfg.learning_rate else 0.0
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: warmup_cosine(step, cfg.warmup_steps, total, floor)
-        )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

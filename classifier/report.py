@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from darling.classifier.calibration import binary_metrics
+from darling.classifier.calibration import binary_metrics, bootstrap_intervals
 from darling.schemas import LabelledPair
 
 
@@ -68,9 +68,12 @@ def write_report(
     title: str,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``metrics.json``, ``predictions.jsonl``, ``roc.png`` and ``reliability.png`` to ``output``."""
+    """Write ``metrics.json`` (with bootstrap 95% intervals), ``predictions.jsonl``, ``roc.png`` and
+    ``reliability.png`` to ``output``."""
     labels = np.array([p.similar for p in pairs])
     metrics = {**binary_metrics(labels, probs, threshold), **(extra or {})}
+    if len(set(labels.tolist())) == 2:
+        metrics["intervals_95"] = bootstrap_intervals(labels, probs, threshold)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     if len(set(labels.tolist())) == 2:

@@ -1,4 +1,10 @@
-"""In-process scoring of response pairs with an exported (or in-memory) equivalence classifier."""
+"""Scoring response pairs with an exported (or in-memory) equivalence classifier, either kind.
+
+Every scorer, in-process or served, cross-encoder or bi-encoder, has one API: ``prob_equivalent(pairs)``
+and ``is_equivalent(pairs)`` at its exported threshold. Bi-encoder scorers also give whole-group
+probability matrices (``prob_matrices``): each response embedded once, every pair decided from the cosine
+matrix, which is how the partition uses them.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +14,42 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_classifier_strict, load_tokenizer
-from darling.classifier.encoding import PairEncoder
+from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict, load_tokenizer
+from darling.classifier.biencoder import BiEncoder
+from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
+from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import read_export_meta
 
 Pair = tuple[str, str]
 
 
-class PairScorer:
-    """P(equivalent) for response pairs through ``probs_for_ids``; subclasses decide where the model runs.
+class EquivalenceScorer:
+    """P(equivalent) for response pairs and decisions at ``threshold``; subclasses decide how and where."""
+
+    kind: str = ""
+
+    def __init__(self, threshold: float = 0.5):
+        self.threshold = threshold
+
+    def prob_equivalent(self, pairs: Sequence[Pair], symmetric: bool | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def is_equivalent(self, pairs: Sequence[Pair]) -> np.ndarray:
+        return self.prob_equivalent(pairs) >= self.threshold
+
+
+class PairScorer(EquivalenceScorer):
+    """The cross-encoder kind: P(equivalent) through ``probs_for_ids``; subclasses decide where the model runs.
 
     ``symmetric`` averages the probabilities of both orders (the model sees (a, b) and (b, a) in
     training, but a single order is not guaranteed to give the same answer).
     """
 
+    kind = CROSS_ENCODER
+
     def __init__(self, encoder: PairEncoder, threshold: float = 0.5, symmetric: bool = False):
+        super().__init__(threshold)
         self.encoder = encoder
-        self.threshold = threshold
         self.symmetric = symmetric
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
@@ -40,12 +65,61 @@ class PairScorer:
         probs = self.probs_for_ids(ids)
         return (probs[: len(pairs)] + probs[len(pairs) :]) / 2 if symmetric else probs
 
-    def is_equivalent(self, pairs: Sequence[Pair]) -> np.ndarray:
-        return self.prob_equivalent(pairs) >= self.threshold
+
+class EmbeddingScorer(EquivalenceScorer):
+    """The bi-encoder kind: P(equivalent) = sigmoid(scale * cos + bias) of normalised embeddings.
+
+    ``embed_ids`` (subclasses: in this process or over vLLM) turns encoded texts into embeddings; each
+    distinct text of a call is embedded once. The cosine is symmetric, so there is no order to average.
+    """
+
+    kind = BI_ENCODER
+    symmetric = False
+
+    def __init__(self, encoder: TextEncoder, scale: float, bias: float, threshold: float = 0.5):
+        super().__init__(threshold)
+        self.encoder = encoder
+        self.scale, self.bias = float(scale), float(bias)
+
+    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float64 embeddings, one row per text (duplicates embedded once)."""
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return np.zeros((0, 0))
+        emb = np.asarray(self.embed_ids(self.encoder.encode(unique)), dtype=np.float64)
+        emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        row = {t: i for i, t in enumerate(unique)}
+        return emb[[row[t] for t in texts]]
+
+    def prob_from_cos(self, cos: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(self.scale * cos + self.bias)))
+
+    def prob_equivalent(self, pairs: Sequence[Pair], symmetric: bool | None = None) -> np.ndarray:
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        emb = self.embed([t for pair in pairs for t in pair])
+        return self.prob_from_cos(np.einsum("ij,ij->i", emb[0::2], emb[1::2]))
+
+    def prob_matrices(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """P(equivalent) for every pair of every group: all texts of all groups embedded in one call."""
+        emb = self.embed([t for g in groups for t in g])
+        out, start = [], 0
+        for g in groups:
+            e = emb[start : start + len(g)]
+            out.append(self.prob_from_cos(e @ e.T))
+            start += len(g)
+        return out
 
 
 class EquivalenceClassifier(PairScorer):
-    """In-process scorer: the model in this process, batched longest-first so padding stays small."""
+    """In-process cross-encoder: the model in this process, batched longest-first so padding stays small.
+
+    ``EquivalenceClassifier.from_pretrained(dir)`` loads an export of either kind (a bi-encoder export
+    gives a ``BiEncoderClassifier``); both answer ``prob_equivalent`` / ``is_equivalent``.
+    """
 
     def __init__(
         self, model, encoder: PairEncoder, threshold: float = 0.5, symmetric: bool = False, batch_size: int = 32
@@ -55,11 +129,11 @@ class EquivalenceClassifier(PairScorer):
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(
-        cls, path: str | Path, device: str | None = None, batch_size: int = 32
-    ) -> EquivalenceClassifier:
+    def from_pretrained(cls, path: str | Path, device: str | None = None, batch_size: int = 32) -> EquivalenceScorer:
         meta = read_export_meta(path)
-        model = load_exported_classifier_strict(path)
+        if meta.get("kind", CROSS_ENCODER) == BI_ENCODER:
+            return BiEncoderClassifier.from_pretrained(path, device=device, batch_size=batch_size)
+        model = load_exported_strict(path)
         if device:
             model = model.to(device)
         encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
@@ -81,3 +155,41 @@ class EquivalenceClassifier(PairScorer):
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         return torch.from_numpy(self.logits_for_ids(input_ids)).softmax(-1)[:, EQUIVALENT_INDEX].numpy()
+
+
+class BiEncoderClassifier(EmbeddingScorer):
+    """In-process bi-encoder: embeddings from the model in this process, longest-first batches."""
+
+    def __init__(self, model: BiEncoder, encoder: TextEncoder, threshold: float = 0.5, batch_size: int = 32):
+        super().__init__(encoder, model.scale.item(), model.bias.item(), threshold)
+        self.model = model.eval()
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, device: str | None = None, batch_size: int = 32) -> BiEncoderClassifier:
+        from transformers import AutoModel
+
+        meta = read_export_meta(path)
+        backbone = load_exported_strict(path, AutoModel)
+        model = BiEncoder(backbone, meta["pooling"], meta["scale"], meta["bias"])
+        if device:
+            model = model.to(device)
+        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        return cls(model, encoder, meta["threshold"], batch_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @torch.inference_mode()
+    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        order = sorted(range(len(input_ids)), key=lambda i: -len(input_ids[i]))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            batch = {k: v.to(self.device) for k, v in self.encoder.pad([input_ids[i] for i in idx]).items()}
+            emb = self.model.embed(batch["input_ids"], batch["attention_mask"]).cpu().numpy()
+            if out is None:
+                out = np.zeros((len(input_ids), emb.shape[1]), dtype=np.float32)
+            out[idx] = emb
+        return out

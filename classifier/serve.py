@@ -1,6 +1,7 @@
 """``darling serve-classifier``: N vLLM replicas of an exported classifier, and the served-vs-in-process check.
 
-Each replica is ``--runner pooling --convert classify`` on its own port (on GPUs, pinned to its own device
+Each replica is ``--runner pooling --convert classify`` (a cross-encoder export) or ``--convert embed`` (a
+bi-encoder export) on its own port (on GPUs, pinned to its own device
 through ``CUDA_VISIBLE_DEVICES``). The parity check sends sample pairs as token ids through the same client
 the RL reward uses and compares with ``EquivalenceClassifier`` in this process.
 """
@@ -39,9 +40,11 @@ def start_replicas(
     timeout: float = 600.0,
 ) -> list[VLLMServer]:
     """Start ``replicas`` servers on ports ``port, port+1, ...`` (0: free ports) and wait until all are healthy."""
+    from darling.classifier.config import BI_ENCODER
     from darling.classifier.export import read_export_meta
 
     meta = read_export_meta(model_dir)  # fails with one line unless this is a darling export
+    runner = "embed" if meta["kind"] == BI_ENCODER else "classify"
     max_model_len = max_model_len or meta["max_length"]  # the longest input the encoder ever builds
     if gpus and len(gpus) < replicas:
         raise UserInputError(f"{replicas} replicas need {replicas} --gpus, got {len(gpus)}")
@@ -53,7 +56,7 @@ def start_replicas(
             env["CUDA_VISIBLE_DEVICES"] = gpus[k]
         servers.append(VLLMServer(
             model_dir, python=python or default_vllm_python(), host=host, port=port + k if port else free_port(host),
-            max_model_len=max_model_len, dtype="float32" if cpu else "auto",
+            max_model_len=max_model_len, dtype="float32" if cpu else "auto", runner=runner,
             extra_args=list(CPU_SERVER_ARGS) if cpu else [], env=env,
         ).start())  # fmt: skip
     try:
@@ -82,14 +85,17 @@ class ParityReport:
 
 
 def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]]) -> ParityReport:
-    """Served P(equivalent) vs in-process, same pairs, same token ids, both orders when the export is symmetric."""
-    from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+    """Served P(equivalent) vs in-process, same pairs, same token ids (both orders when a cross-encoder export
+    is symmetric; a bi-encoder's served embeddings go through the same cosine map as the local ones)."""
+    from darling.classifier.loading import load_scorer
 
-    local = EquivalenceClassifier.from_pretrained(model_dir)
-    with ClassifyClient(urls) as client:
-        served = ServedEquivalenceClassifier.from_export(model_dir, client)
+    local = load_scorer(model_dir)
+    served = load_scorer(model_dir, urls)
+    try:
         remote_p = served.prob_equivalent(pairs)
         remote_d = served.is_equivalent(pairs)
+    finally:
+        served.client.close()
     local_p, local_d = local.prob_equivalent(pairs), local.is_equivalent(pairs)
     return ParityReport(len(pairs), float(np.max(np.abs(remote_p - local_p))), int(np.sum(remote_d == local_d)))
 

@@ -1,4 +1,5 @@
-"""Start and stop a vLLM server: an exported classifier (``--runner pooling --convert classify``) or a chat model.
+"""Start and stop a vLLM server: an exported classifier (``--runner pooling --convert classify`` for a
+cross-encoder, ``--convert embed`` for a bi-encoder) or a chat model.
 
 vLLM usually lives in its own environment (its torch/transformers pins differ from training's), so the
 server is started with that environment's Python (``python -m vllm.entrypoints.openai.api_server``;
@@ -35,7 +36,8 @@ class VLLMServer:
     max_model_len: int = 1024
     dtype: str = "auto"
     extra_args: list[str] = field(default_factory=list)
-    runner: str = "classify"  # "classify": the pair classifier; "generate": a chat model (generator, judge)
+    # "classify": a cross-encoder export; "embed": a bi-encoder export; "generate": a chat model (generator, judge)
+    runner: str = "classify"
     served_model_name: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
@@ -50,7 +52,7 @@ class VLLMServer:
             self.python, "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(self.model_dir),
             "--host", self.host, "--port", str(self.port),
-            *(["--runner", "pooling", "--convert", "classify"] if self.runner == "classify" else []),
+            *(["--runner", "pooling", "--convert", self.runner] if self.runner in ("classify", "embed") else []),
             *(["--served-model-name", self.served_model_name] if self.served_model_name else []),
             "--max-model-len", str(self.max_model_len),
             "--dtype", self.dtype,

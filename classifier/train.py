@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,15 +15,17 @@ from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
+from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule, init_affine
+from darling.classifier.biencoder import BiEncoder, backbone_pooling, load_backbone_encoder
 from darling.classifier.calibration import choose_threshold
-from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig
 from darling.classifier.data import PairSet, load_pairs, split_pairs
 from darling.classifier.datamodule import PairDataModule
-from darling.classifier.encoding import PairEncoder
-from darling.classifier.export import build_meta, export_classifier
+from darling.classifier.encoding import PairEncoder, TextEncoder
+from darling.classifier.export import bi_encoder_fields, build_meta, cross_encoder_fields, export_classifier
 from darling.classifier.module import PairClassifierModule, class_weights
 from darling.classifier.report import write_report
-from darling.classifier.scoring import EquivalenceClassifier
+from darling.classifier.scoring import BiEncoderClassifier, EquivalenceClassifier, EquivalenceScorer
 from darling.errors import UserInputError
 from darling.schemas import LabelledPair
 
@@ -38,7 +41,11 @@ class TrainResult:
     n_train: int
     n_val: int
     global_step: int = 0
-    model: Any = None  # the trained transformers model (rank 0), e.g. to compare with the export
+    model: Any = None  # the trained model (rank 0), e.g. to compare with the export
+    test_metrics: dict[str, Any] | None = None  # on held-out pairs, when train_classifier(test=...) was given
+
+
+AFFINE_INIT_PAIRS = 64  # pairs whose untrained cosines start a and b (bi_training.init_affine)
 
 
 def _strategy(config: ClassifierTrainConfig, model):
@@ -91,11 +98,11 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
     )
 
 
-def _full_model(trainer: L.Trainer, module: PairClassifierModule, config, work_dir: Path, backbone: str, pad_id: int):
+def _full_model(trainer: L.Trainer, module, config, work_dir: Path, fresh_model):
     """The trained model with all its weights on rank 0.
 
     Under FSDP each rank holds a shard: a full checkpoint (a collective, so every rank calls it) is
-    gathered and loaded strictly into a fresh model. Other strategies keep whole weights on every rank.
+    gathered and loaded strictly into ``fresh_model()``. Other strategies keep whole weights on every rank.
     """
     if not config.strategy.startswith("fsdp"):
         return module.model
@@ -104,9 +111,68 @@ def _full_model(trainer: L.Trainer, module: PairClassifierModule, config, work_d
     if not trainer.is_global_zero:
         return None
     state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
-    model = load_sequence_classifier(backbone, pad_id, config.trust_remote_code)
+    model = fresh_model()
     model.load_state_dict({k.removeprefix("model."): v for k, v in state.items()}, strict=True)
     return model
+
+
+@dataclass
+class KindParts:
+    """What differs between the two kinds: input encoding, model, Lightning module and data, scorer, export."""
+
+    encoder: Any
+    model: Any  # what training updates: a sequence classifier or a BiEncoder
+    hf_model: Any  # the transformers model inside it (FSDP wraps its layers)
+    module: L.LightningModule
+    datamodule: L.LightningDataModule
+    fresh_model: Any  # () -> an untrained model of the same shape (FSDP gathers into it)
+    scorer: Any  # (trained model) -> EquivalenceScorer
+    meta_fields: Any  # (trained model) -> kind fields of darling.json
+
+
+def cross_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs) -> KindParts:
+    encoder = PairEncoder(tokenizer, config.max_tokens_per_response)
+    model = load_sequence_classifier(backbone, encoder.special.pad_id, config.trust_remote_code)
+    _check_positions(model.config, encoder.max_length, config)
+    dm = PairDataModule(encoder, train_pairs, val_pairs, config.batch_size, config.both_orders,
+                        config.bucket_by_length, seed=config.seed, num_workers=config.num_workers)  # fmt: skip
+    module = PairClassifierModule(model, config, class_weights(*dm.class_counts()))
+    return KindParts(
+        encoder, model, model, module, dm,
+        fresh_model=lambda: load_sequence_classifier(backbone, encoder.special.pad_id, config.trust_remote_code),
+        scorer=lambda m: EquivalenceClassifier(m, encoder, symmetric=config.symmetric),
+        meta_fields=lambda m: cross_encoder_fields(encoder, config.symmetric),
+    )  # fmt: skip
+
+
+def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume: bool) -> KindParts:
+    encoder = TextEncoder(tokenizer, config.max_tokens_per_response)
+    hf_model = load_backbone_encoder(backbone, config.trust_remote_code)
+    _check_positions(hf_model.config, encoder.max_length, config)
+    pooling = backbone_pooling(backbone, hf_model.config) if config.pooling == "auto" else config.pooling
+    model = BiEncoder(hf_model, pooling)
+    if not resume:  # a resumed run restores a and b from its checkpoint
+        sample = random.Random(config.seed).sample(train_pairs, min(AFFINE_INIT_PAIRS, len(train_pairs)))
+        init_affine(model, encoder, sample)
+    dm = TextPairDataModule(encoder, train_pairs, val_pairs, config.batch_size, config.bucket_by_length,
+                            seed=config.seed, num_workers=config.num_workers)  # fmt: skip
+    module = BiEncoderModule(model, config, class_weights(*dm.class_counts()))
+    return KindParts(
+        encoder, model, hf_model, module, dm,
+        fresh_model=lambda: BiEncoder(load_backbone_encoder(backbone, config.trust_remote_code), pooling),
+        scorer=lambda m: BiEncoderClassifier(m, encoder),
+        meta_fields=lambda m: bi_encoder_fields(encoder, m),
+    )  # fmt: skip
+
+
+def _check_positions(model_config, max_length: int, config: ClassifierTrainConfig) -> None:
+    max_positions = getattr(model_config, "max_position_embeddings", None)
+    if max_positions and max_length > max_positions:
+        per = "pair" if config.kind == CROSS_ENCODER else "response"
+        raise UserInputError(
+            f"max_tokens_per_response={config.max_tokens_per_response} gives {max_length} tokens per {per}, "
+            f"more than the backbone's {max_positions} positions"
+        )
 
 
 def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path | None):
@@ -116,12 +182,18 @@ def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path
 
 
 def calibrate(
-    clf: EquivalenceClassifier, val_pairs: list[LabelledPair], objective: str, report_dir: Path
+    clf: EquivalenceScorer, val_pairs: list[LabelledPair], objective: str, report_dir: Path
 ) -> tuple[float, dict[str, Any]]:
     """Choose the decision threshold on validation; write metrics and plots at it to ``report_dir``."""
     probs = clf.prob_equivalent([p.texts for p in val_pairs])
     threshold = choose_threshold([p.similar for p in val_pairs], probs, objective)
     return threshold, write_report(val_pairs, probs, threshold, report_dir, "validation split")
+
+
+def score_test(clf: EquivalenceScorer, test_pairs: list[LabelledPair], report_dir: Path) -> dict[str, Any]:
+    """Metrics on held-out pairs at the threshold validation chose: nothing here was chosen on them."""
+    probs = clf.prob_equivalent([p.texts for p in test_pairs])
+    return write_report(test_pairs, probs, clf.threshold, report_dir, "held-out test pairs")
 
 
 def train_classifier(
@@ -131,11 +203,13 @@ def train_classifier(
     val: str | Path | None = None,
     resume: bool = False,
     progress: bool = True,
+    test: str | Path | None = None,
 ) -> TrainResult:
     """Train on ``data`` (validation split from it unless ``val``), calibrate, export to ``output``.
 
     Logs, checkpoints and the validation report (metrics, ROC and reliability plots) go to
-    ``output/training``; ``resume`` continues from its ``last.ckpt``.
+    ``output/training``; ``resume`` continues from its ``last.ckpt``. ``test``: held-out pairs scored at
+    the end (``output/training/test``), their metrics recorded in ``darling.json`` as ``test_metrics``.
     """
     if config.num_threads:
         torch.set_num_threads(config.num_threads)
@@ -147,42 +221,29 @@ def train_classifier(
         raise UserInputError(f"--resume: no checkpoint at {last_ckpt}")
 
     pairs = load_pairs(data)
+    test_pairs = load_pairs(test).pairs if test is not None else None  # bad input fails before training
     train_pairs, val_pairs = _pairs_and_val(config, pairs, val)
     backbone = resolve_backbone(config.backbone)
     tokenizer = load_tokenizer(backbone, config.trust_remote_code)
-    encoder = PairEncoder(tokenizer, config.max_tokens_per_response)
-    model = load_sequence_classifier(backbone, encoder.special.pad_id, config.trust_remote_code)
-    max_positions = getattr(model.config, "max_position_embeddings", None)
-    if max_positions and encoder.max_length > max_positions:
-        raise UserInputError(
-            f"max_tokens_per_response={config.max_tokens_per_response} gives {encoder.max_length} tokens per pair, "
-            f"more than the backbone's {max_positions} positions"
-        )
-
-    datamodule = PairDataModule(
-        encoder,
-        train_pairs,
-        val_pairs,
-        config.batch_size,
-        config.both_orders,
-        config.bucket_by_length,
-        seed=config.seed,
-        num_workers=config.num_workers,
-    )
-    module = PairClassifierModule(model, config, class_weights(*datamodule.class_counts()))
-    trainer = build_trainer(config, model, work_dir, progress)
+    if config.kind == BI_ENCODER:
+        parts = bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume)
+    else:
+        parts = cross_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs)
+    trainer = build_trainer(config, parts.hf_model, work_dir, progress)
     start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=str(last_ckpt) if resume else None)
+    trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(last_ckpt) if resume else None)
     train_seconds = time.perf_counter() - start
-    trained = _full_model(trainer, module, config, work_dir, backbone, encoder.special.pad_id)
+    trained = _full_model(trainer, parts.module, config, work_dir, parts.fresh_model)
     if not trainer.is_global_zero:
         return TrainResult(output, {}, 0.5, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step)
 
-    clf = EquivalenceClassifier(trained, encoder, symmetric=config.symmetric)
+    clf = parts.scorer(trained)
     threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective, work_dir / "validation")
+    clf.threshold = threshold
     metrics["train_seconds"] = round(train_seconds, 1)
-    meta = build_meta(encoder, config.backbone, threshold, config.symmetric, metrics, pairs.sha256, config.to_dict())
+    test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
+    meta = build_meta(parts.meta_fields(trained), config.backbone, threshold, metrics, pairs.sha256,
+                      config.to_dict(), test_metrics)  # fmt: skip
     export_classifier(trained, tokenizer, output, meta)
-    return TrainResult(
-        output, metrics, threshold, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step, trained
-    )
+    return TrainResult(output, metrics, threshold, train_seconds, len(train_pairs), len(val_pairs),
+                       trainer.global_step, trained, test_metrics)  # fmt: skip

@@ -63,8 +63,16 @@ def train_classifier_cmd(
         ),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Export directory (logs in OUTPUT/training).")],
-    preset: Annotated[str, typer.Option(help="Preset: cpu (MiniLM, 2 cores) or paper (Qwen3-Embedding-4B).")] = "cpu",
+    preset: Annotated[
+        str, typer.Option(help="Preset: cpu (MiniLM bi-encoder, 2 cores), cpu-cross, paper (Qwen3-Embedding-4B).")
+    ] = "cpu",
+    kind: Annotated[
+        str | None, typer.Option(help="cross-encoder (a pair in one input) or bi-encoder (cosine of embeddings).")
+    ] = None,
     val: Annotated[str | None, typer.Option(help="Validation pairs; default: a stratified split of --data.")] = None,
+    test: Annotated[
+        str | None, typer.Option(help="Held-out pairs scored after training (darling.json test_metrics).")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="JSON or TOML file of option overrides.")] = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Override any option: --set learning_rate=5e-5 (repeatable).")
@@ -81,11 +89,15 @@ def train_classifier_cmd(
     threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = sys.stderr.isatty(),
 ) -> None:
-    """Train, calibrate and export the equivalence classifier.
+    """Train, calibrate and export the equivalence classifier (either kind).
 
     Example (CPU, the packaged MiniLM encoder, NoveltyBench's 1,000 human-labelled pairs built in):
 
         darling train-classifier --preset cpu --data noveltybench --output runs/clf
+
+    The paper's kind, a cross-encoder, on the same CPU backbone:
+
+        darling train-classifier --preset cpu --kind cross-encoder --data noveltybench --output runs/clf-cross
 
     Your own pairs (fields prompt, generation_0, generation_1, similar), a fixed validation set:
 
@@ -97,6 +109,7 @@ def train_classifier_cmd(
     from darling.classifier.train import train_classifier
 
     flags = dict(
+        kind=kind,
         epochs=epochs,
         max_steps=max_steps,
         learning_rate=lr,
@@ -109,11 +122,18 @@ def train_classifier_cmd(
     )
     overrides = {**parse_set_options(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
     cfg = build_config(preset, config, overrides)
-    result = train_classifier(cfg, data, output, val=val, resume=resume, progress=progress)
-    m = result.metrics
+    result = train_classifier(cfg, data, output, val=val, resume=resume, progress=progress, test=test)
     out.print(
-        f"exported {result.output}  (train {result.n_train} pairs, val {result.n_val}, {result.train_seconds:.0f} s)\n"
-        f"val: accuracy {m['accuracy']:.3f}  balanced {m['balanced_accuracy']:.3f}  f1 {m['f1']:.3f}  "
+        f"exported {result.output} ({cfg.kind}; train {result.n_train} pairs, val {result.n_val}, "
+        f"{result.train_seconds:.0f} s)\n{_metrics_line('val (chose the threshold)', result.metrics)}"
+    )
+    if result.test_metrics is not None:
+        out.print(_metrics_line(f"test ({result.test_metrics['n']} held-out pairs)", result.test_metrics))
+
+
+def _metrics_line(name: str, m: dict) -> str:
+    return (
+        f"{name}: accuracy {m['accuracy']:.3f}  balanced {m['balanced_accuracy']:.3f}  f1 {m['f1']:.3f}  "
         f"auc {m['roc_auc']:.3f}  ece {m['ece']:.3f}  threshold {m['threshold']:.3f}"
     )
 
@@ -121,9 +141,11 @@ def train_classifier_cmd(
 @eval_app.command("classifier")
 @user_errors
 def eval_classifier_cmd(
-    model: Annotated[Path, typer.Option("--model", help="An exported classifier directory.")],
     data: Annotated[str, typer.Option("--data", help="Labelled pairs to evaluate on.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Writes metrics.json, roc.png, reliability.png.")],
+    model: Annotated[
+        Path | None, typer.Option("--model", help="An exported classifier directory (either kind).")
+    ] = None,
     threshold: Annotated[float | None, typer.Option(help="Decision threshold; default: the exported one.")] = None,
     symmetric: Annotated[
         bool | None, typer.Option("--symmetric/--one-order", help="Average both orders; default: as exported.")
@@ -132,6 +154,15 @@ def eval_classifier_cmd(
     threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
     compare: Annotated[
         Path | None, typer.Option(help="A second export scored on the same pairs (at its own threshold).")
+    ] = None,
+    zero_shot: Annotated[
+        str | None,
+        typer.Option(
+            help="An untrained embedding backbone scored too (packaged:all-MiniLM-L6-v2, a path, a hub name)."
+        ),
+    ] = None,
+    fit_data: Annotated[
+        str | None, typer.Option(help="With --zero-shot: labelled pairs to fit its a, b and threshold on.")
     ] = None,
 ) -> None:
     """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
@@ -143,6 +174,13 @@ def eval_classifier_cmd(
     Two classifiers side by side (adds OUTPUT/compare/, compare.md, roc_compare.png, metrics.json "compare"):
 
         darling eval classifier --model runs/clf --compare runs/clf-qwen --data heldout.jsonl --output runs/cmp
+
+    What fine-tuning adds: the untrained backbone (cosine; a, b and threshold fitted on --fit-data) beside it:
+
+        darling eval classifier --model runs/clf --zero-shot packaged:all-MiniLM-L6-v2 --fit-data train.jsonl \\
+            --data heldout.jsonl --output runs/zs
+
+    Metrics carry bootstrap 95% intervals (metrics.json "intervals_95").
     """
     from darling.evals.classifier import evaluate_classifier
 
@@ -151,11 +189,11 @@ def eval_classifier_cmd(
 
         torch.set_num_threads(threads)
     metrics = evaluate_classifier(
-        model, data, output, threshold=threshold, symmetric=symmetric, batch_size=batch_size, compare=compare
+        model, data, output, threshold, symmetric, batch_size, compare=compare, zero_shot=zero_shot, fit_data=fit_data
     )
-    for name, m in [(model, metrics)] + ([(compare, metrics["compare"])] if compare else []):
-        out.print(
-            f"{name}: {m['n']} pairs: accuracy {m['accuracy']:.3f}  balanced {m['balanced_accuracy']:.3f}  "
-            f"f1 {m['f1']:.3f}  auc {m['roc_auc']:.3f}  ece {m['ece']:.3f}"
-        )
-    out.print(f"-> {output}/metrics.json" + (", compare.md" if compare else ""))
+    rows = [metrics] + [metrics[k] for k in ("compare", "zero_shot") if k in metrics]
+    for m in rows:
+        auc = m.get("intervals_95", {}).get("roc_auc")
+        shown = f" [{auc[0]:.3f}, {auc[1]:.3f}]" if auc else ""
+        out.print(f"{m['model']}: {m['n']} pairs: " + _metrics_line("", m).removeprefix(": ") + f"  (auc 95%{shown})")
+    out.print(f"-> {output}/metrics.json" + (", compare.md" if len(rows) > 1 else ""))

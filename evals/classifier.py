@@ -1,77 +1,120 @@
-"""``darling eval classifier``: metrics of an exported classifier on labelled pairs, with ROC and
-reliability plots (written by ``darling.classifier.report``).
+"""``darling eval classifier``: metrics of classifiers on labelled pairs, with bootstrap 95% intervals, ROC
+and reliability plots (written by ``darling.classifier.report``).
 
-``compare=DIR2`` scores the same pairs with a second export: its full report goes to ``OUTPUT/compare/``,
-``metrics.json`` gains a ``compare`` section, and ``compare.md`` (a side-by-side table) and
-``roc_compare.png`` (both ROC curves on one plot) are written next to it.
+Rows, all scored on the same pairs, each at its own threshold:
+- ``model``: an export of either kind (its report goes to ``OUTPUT/``);
+- ``compare=DIR2``: a second export (``OUTPUT/compare/``, ``metrics.json["compare"]``);
+- ``zero_shot=BACKBONE``: an untrained embedding backbone, cosine with a, b and threshold fitted on
+  ``fit_data`` (``OUTPUT/zero-shot/``, ``metrics.json["zero_shot"]``): what fine-tuning adds.
+With more than one row, ``compare.md`` (a side-by-side table) and ``roc_compare.png`` are written too.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from darling.classifier.data import load_pairs
+from darling.classifier.export import read_export_meta
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
+from darling.errors import UserInputError
 
 COMPARED = ("accuracy", "balanced_accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n")
 
 
-def _score(model_dir: str | Path, texts: list[tuple[str, str]], symmetric: bool | None, batch_size: int):
+@dataclass
+class Row:
+    name: str
+    key: str  # "" for the main row, else its section of metrics.json
+    probs: np.ndarray
+    threshold: float
+    extra: dict[str, Any]
+
+
+def _export_row(model_dir, texts, symmetric, batch_size, key: str, threshold: float | None = None) -> Row:
     clf = EquivalenceClassifier.from_pretrained(model_dir, batch_size=batch_size)
-    symmetric = clf.symmetric if symmetric is None else symmetric
-    return clf.prob_equivalent(texts, symmetric=symmetric), clf.threshold, symmetric
+    used = clf.symmetric if symmetric is None else symmetric
+    probs = clf.prob_equivalent(texts, symmetric=used)
+    extra = {"model": str(model_dir), "kind": clf.kind, "symmetric": used}
+    return Row(str(model_dir), key, probs, clf.threshold if threshold is None else threshold, extra)
+
+
+def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, key: str) -> Row:
+    from darling.classifier.zero_shot import zero_shot_classifier
+
+    fit = load_pairs(fit_data)
+    clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size)
+    extra = {"model": f"zero-shot {backbone}", "kind": "bi-encoder (untrained)", "symmetric": False,
+             "fit_data": str(fit_data), "fit_data_sha256": fit.sha256, "scale": clf.scale, "bias": clf.bias,
+             "max_tokens_per_response": clf.encoder.max_tokens_per_response}  # fmt: skip
+    return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
 def evaluate_classifier(
-    model_dir: str | Path,
+    model_dir: str | Path | None,
     data: str | Path,
     output: str | Path,
     threshold: float | None = None,
     symmetric: bool | None = None,
     batch_size: int = 32,
     compare: str | Path | None = None,
+    zero_shot: str | None = None,
+    fit_data: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Metrics of ``model_dir`` on ``data``; with ``compare``, also those of a second export on the same pairs.
+    """Metrics of ``model_dir`` on ``data``, and of ``compare`` / ``zero_shot`` on the same pairs.
 
-    ``threshold`` applies to ``model_dir`` only: the compared export is judged at its own calibrated
-    threshold (a threshold belongs to one model's probability scale). ``symmetric``, when given, applies to both.
+    ``threshold`` applies to ``model_dir`` only: every other row is judged at its own calibrated threshold
+    (a threshold belongs to one model's probability scale). ``symmetric``, when given, applies to every
+    cross-encoder export.
     """
-    pairs = load_pairs(data)  # validate input before loading the model
-    if compare is not None:
-        from darling.classifier.export import read_export_meta
-
-        read_export_meta(compare)  # a wrong --compare fails before any scoring
+    if model_dir is None and zero_shot is None:
+        raise UserInputError("give --model (an export) or --zero-shot (a backbone), or both")
+    if zero_shot is not None and fit_data is None:
+        raise UserInputError("--zero-shot needs --fit-data: labelled pairs to fit a, b and the threshold on")
+    pairs = load_pairs(data)  # validate inputs before loading any model
+    for export in (model_dir, compare):
+        if export is not None:
+            read_export_meta(export)
+    if fit_data is not None:
+        load_pairs(fit_data)
     texts = [p.texts for p in pairs.pairs]
-    probs, exported, used_symmetric = _score(model_dir, texts, symmetric, batch_size)
-    extra: dict[str, Any] = {"model": str(model_dir), "data": str(data), "data_sha256": pairs.sha256,
-                             "symmetric": used_symmetric}  # fmt: skip
-    threshold = exported if threshold is None else threshold
-    output = Path(output)
+    rows = []
+    if model_dir is not None:
+        rows.append(_export_row(model_dir, texts, symmetric, batch_size, "", threshold))
     if compare is not None:
-        other_probs, other_threshold, other_symmetric = _score(compare, texts, symmetric, batch_size)
-        other_extra = {**extra, "model": str(compare), "symmetric": other_symmetric}
-        other = write_report(pairs.pairs, other_probs, other_threshold, output / "compare", Path(compare).name,
-                             other_extra)  # fmt: skip
-        extra["compare"] = other
-    metrics = write_report(pairs.pairs, probs, threshold, output, Path(model_dir).name, extra)
-    if compare is not None:
-        names = _names(model_dir, compare)
-        _write_text(output / "compare.md", compare_table(metrics, metrics["compare"], names))
+        rows.append(_export_row(compare, texts, symmetric, batch_size, "compare"))
+    if zero_shot is not None:
+        rows.append(_zero_shot_row(zero_shot, fit_data, texts, batch_size, "zero_shot" if rows else ""))
+    return write_rows(rows, pairs, data, Path(output))
+
+
+def write_rows(rows: list[Row], pairs, data, output: Path) -> dict[str, Any]:
+    common = {"data": str(data), "data_sha256": pairs.sha256}
+    sections = {}
+    for row in rows[1:]:
+        folder = output / row.key.replace("_", "-")
+        sections[row.key] = write_report(pairs.pairs, row.probs, row.threshold, folder, row.name,
+                                         {**common, **row.extra})  # fmt: skip
+    metrics = write_report(pairs.pairs, rows[0].probs, rows[0].threshold, output, rows[0].name,
+                           {**common, **rows[0].extra, **sections})  # fmt: skip
+    if len(rows) > 1:
+        names = _names([r.name for r in rows])
+        _write_text(output / "compare.md", compare_table([metrics, *sections.values()], names))
         labels = np.array([p.similar for p in pairs.pairs])
         if len(set(labels.tolist())) == 2:
-            plot_roc_pair(labels, {names[0]: probs, names[1]: other_probs}, output / "roc_compare.png")
+            plot_roc_rows(labels, {n: r.probs for n, r in zip(names, rows, strict=True)}, output / "roc_compare.png")
     return metrics
 
 
-def _names(a: str | Path, b: str | Path) -> tuple[str, str]:
-    """Folder names, or the full paths when two exports share a folder name (runs/x/clf vs runs/y/clf)."""
-    short = (Path(a).name, Path(b).name)
-    return short if short[0] != short[1] else (str(a), str(b))
+def _names(names: list[str]) -> list[str]:
+    """Folder names, or the full paths when two rows share a folder name (runs/x/clf vs runs/y/clf)."""
+    short = [Path(n).name if not n.startswith("zero-shot") else n for n in names]
+    return short if len(set(short)) == len(short) else names
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -80,26 +123,36 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def compare_table(first: dict[str, Any], second: dict[str, Any], names: tuple[str, str]) -> str:
-    """Markdown: one row per metric, both classifiers side by side and the difference (second - first)."""
+def _cell(m: dict[str, Any], key: str) -> str:
+    value = m[key]
+    if isinstance(value, int):
+        return str(value)
+    interval = m.get("intervals_95", {}).get(key)
+    return f"{value:.4f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
-    def cell(value: Any) -> str:
-        return str(value) if isinstance(value, int) else f"{value:.4f}"
 
+def compare_table(metrics: list[dict[str, Any]], names: list[str]) -> str:
+    """Markdown: one row per metric, every classifier side by side (bootstrap 95% intervals in brackets) and
+    each one's difference from the first (``difference`` when there are two)."""
+    diffs = ["difference"] if len(names) == 2 else [f"{n} - {names[0]}" for n in names[1:]]
     lines = [
-        f"# Classifier comparison on `{first['data']}`",
+        f"# Classifier comparison on `{metrics[0]['data']}`",
         "",
-        f"| metric | {names[0]} | {names[1]} | difference |",
-        "| --- | ---: | ---: | ---: |",
+        "| metric | " + " | ".join(names + diffs) + " |",
+        "| --- |" + " ---: |" * (len(names) + len(diffs)),
     ]
     for key in COMPARED:
-        a, b = first[key], second[key]
-        lines.append(f"| {key} | {cell(a)} | {cell(b)} | {cell(b - a)} |")
-    lines += ["", f"Each at its own threshold; symmetric: {first['symmetric']} / {second['symmetric']}.", ""]
+        cells = [_cell(m, key) for m in metrics]
+        cells += [_cell({key: m[key] - metrics[0][key]}, key) for m in metrics[1:]]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    kinds = "; ".join(
+        f"{n}: {m['kind']}{', both orders' if m.get('symmetric') else ''}" for n, m in zip(names, metrics, strict=True)
+    )
+    lines += ["", f"Each at its own threshold. {kinds}. Intervals: percentile bootstrap over pairs.", ""]
     return "\n".join(lines)
 
 
-def plot_roc_pair(labels: np.ndarray, probs: dict[str, np.ndarray], path: Path) -> None:
+def plot_roc_rows(labels: np.ndarray, probs: dict[str, np.ndarray], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -256,18 +256,16 @@ def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
 
 
 def load_pair_scorer(config: NoveltyConfig, device: str | None):
-    """An ``is_equivalent`` scorer: a darling export (in-process or served) or a foreign 2-label HF classifier,
+    """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
     encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
     from darling.classifier.export import META_FILE
+    from darling.classifier.loading import load_scorer
     from darling.classifier.scoring import EquivalenceClassifier
 
     path = Path(str(config.classifier))
-    if (path / META_FILE).exists() and config.classifier_urls:
-        from darling.classifier.client import ClassifyClient, ServedEquivalenceClassifier
-
-        scorer = ServedEquivalenceClassifier.from_export(path, ClassifyClient(config.classifier_urls))
-    elif (path / META_FILE).exists():
-        scorer = EquivalenceClassifier.from_pretrained(path, device=device, batch_size=config.batch_size)
+    if (path / META_FILE).exists():
+        batch_size = None if config.classifier_urls else config.batch_size  # forward passes here, not requests
+        scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
     else:
         from transformers import AutoModelForSequenceClassification
 
@@ -307,7 +305,7 @@ def score_generations(
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("partition", total=len(groups))
         for start in range(0, len(groups), 256):  # one round batches pairs across many prompts
-            chunk, chunk_stats = partition_texts(groups[start : start + 256], scorer.is_equivalent)
+            chunk, chunk_stats = partition_texts(groups[start : start + 256], scorer)
             classes += chunk
             stats["pairs_total"] += chunk_stats.pairs_total
             stats["pairs_decided"] += chunk_stats.pairs_decided

@@ -1,22 +1,21 @@
 """DARLING rewards for a whole RL batch: partition every group with one pair scorer, combine with quality.
 
-The scorer is anything with ``is_equivalent(list[(a, b)]) -> bools``: the in-process
-``EquivalenceClassifier`` or the vLLM-served ``ServedEquivalenceClassifier`` (classifier stage). All pairs
-of a round, across every group of the batch, go to the scorer in one call, so the served scorer sends a few
-large requests spread over its replicas instead of one request per pair. If the scorer cannot decide (a
-server down after its retries), its error propagates: a missing decision never becomes a reward.
+The scorer is a classifier of either kind from ``darling.classifier.load_scorer`` (in-process or served by
+vLLM), or any ``is_equivalent(list[(a, b)]) -> bools``. A bi-encoder embeds every response of the batch in
+one call; a cross-encoder gets all pairs of a round, across every group of the batch, in one call. Either
+way the served scorer sends a few large requests spread over its replicas instead of one request per pair.
+If the scorer cannot decide (a server down after its retries), its error propagates: a missing decision
+never becomes a reward.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from darling.rl.partition import PartitionStats, partition_texts
+from darling.rl.partition import PartitionStats, Scorer, partition_texts
 from darling.rl.reward import DarlingConfig, combine, group_advantages, group_diversity
-
-IsEquivalent = Callable[[list[tuple[str, str]]], Sequence[bool]]
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class BatchReward:
 def darling_rewards(
     groups: Sequence[Sequence[str]],
     quality: Sequence[Sequence[float]],
-    is_equivalent: IsEquivalent | None,
+    scorer: Scorer | None,
     config: DarlingConfig | None = None,
 ) -> BatchReward:
     """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores."""
@@ -51,10 +50,10 @@ def darling_rewards(
         classes = [list(range(sum(inc))) for inc in included]
         stats = PartitionStats(0, 0, 0)
     else:
-        if is_equivalent is None:
+        if scorer is None:
             raise ValueError(f"combine={config.combine!r} needs a pair scorer")
         kept = [[t for t, inc in zip(g, incs, strict=True) if inc] for g, incs in zip(groups, included, strict=True)]
-        classes, stats = partition_texts(kept, is_equivalent)
+        classes, stats = partition_texts(kept, scorer)
     div = [group_diversity(c, inc, config) for c, inc in zip(classes, included, strict=True)]
     rewards = [combine(q, d, config) for q, d in zip(quality, div, strict=True)]
     return BatchReward(

@@ -1,17 +1,24 @@
 """Partition each prompt's responses into equivalence classes: union-find over pairwise decisions.
 
-Equivalence is made transitive as in the paper (a~b and b~c put a, b, c in one class). A pair whose two
-responses are already in one class cannot change the partition whatever the classifier says, so it is
-never sent (transitivity pruning). To keep requests large, pairs are decided in rounds over a whole RL
-batch: round r asks about (r, j) for every j > r in every group, skipping pairs already joined. Every pair
-is either decided or already joined when its round comes, so the partition is exactly the one obtained
-by deciding all n(n-1)/2 pairs (property-tested).
+Equivalence is made transitive as in the paper (a~b and b~c put a, b, c in one class).
+
+- A bi-encoder scorer embeds every response of the batch once (n encoder passes per group) and decides all
+  n(n-1)/2 pairs of a group from its cosine matrix.
+- A cross-encoder needs one pass per pair. A pair whose two responses are already in one class cannot change
+  the partition whatever the classifier says, so it is never sent (transitivity pruning). To keep requests
+  large, pairs are decided in rounds over a whole RL batch: round r asks about (r, j) for every j > r in every
+  group, skipping pairs already joined. Every pair is either decided or already joined when its round comes,
+  so the partition is exactly the one obtained by deciding all n(n-1)/2 pairs (property-tested).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+
+from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
 
 # Decides a batch of (group index, i, j) pairs: True where responses i and j of that group are equivalent.
 DecidePairs = Callable[[list[tuple[int, int, int]]], Sequence[bool]]
@@ -41,8 +48,9 @@ class UnionFind:
 @dataclass(frozen=True)
 class PartitionStats:
     pairs_total: int  # n(n-1)/2 summed over groups: what deciding every pair costs
-    pairs_decided: int  # pairs actually sent to the classifier
-    rounds: int  # batched calls to ``decide``
+    pairs_decided: int  # pairs decided by the classifier (a bi-encoder decides all, from one matrix per group)
+    rounds: int  # batched calls to the scorer
+    texts_embedded: int = 0  # bi-encoder: responses through the encoder (distinct texts of the batch)
 
     @property
     def pairs_saved(self) -> int:
@@ -77,12 +85,30 @@ def partition_groups(
     return [f.classes() for f in forests], PartitionStats(total, decided, rounds)
 
 
+def partition_matrices(decisions: Sequence[np.ndarray]) -> list[list[int]]:
+    """Class labels per group from its full n x n boolean decision matrix (every pair decided)."""
+    out = []
+    for matrix in decisions:
+        forest = UnionFind(len(matrix))
+        for i, j in zip(*np.nonzero(np.triu(matrix, k=1)), strict=True):
+            forest.union(int(i), int(j))
+        out.append(forest.classes())
+    return out
+
+
+Scorer = EquivalenceScorer | Callable[[list[tuple[str, str]]], Sequence[bool]]
+
+
 def partition_texts(
-    groups: Sequence[Sequence[str]],
-    is_equivalent: Callable[[list[tuple[str, str]]], Sequence[bool]],
-    prune: bool = True,
+    groups: Sequence[Sequence[str]], scorer: Scorer, prune: bool = True
 ) -> tuple[list[list[int]], PartitionStats]:
-    """Partition groups of texts with a pair scorer's ``is_equivalent(list of (a, b)) -> bools``."""
+    """Partition groups of texts with a scorer of either kind, or any ``is_equivalent(list of (a, b)) -> bools``."""
+    total = sum(len(g) * (len(g) - 1) // 2 for g in groups)
+    if isinstance(scorer, EmbeddingScorer):
+        probs = scorer.prob_matrices(groups)
+        classes = partition_matrices([p >= scorer.threshold for p in probs])
+        return classes, PartitionStats(total, total, 1, len({t for g in groups for t in g}))
+    is_equivalent = scorer.is_equivalent if isinstance(scorer, EquivalenceScorer) else scorer
 
     def decide(batch: list[tuple[int, int, int]]) -> Sequence[bool]:
         return [bool(x) for x in is_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])]

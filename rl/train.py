@@ -99,18 +99,12 @@ def build_dataset(config: RLTrainConfig):
 
 
 def build_scorer(config: RLTrainConfig):
-    """``is_equivalent`` of the in-process or the vLLM-served classifier (None for the GRPO baseline)."""
+    """The in-process or vLLM-served classifier, either kind (None for the GRPO baseline)."""
     if not config.diversity:
         return None
-    from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+    from darling.classifier.loading import load_scorer
 
-    if config.classifier_urls:
-        scorer = ServedEquivalenceClassifier.from_export(config.classifier, ClassifyClient(config.classifier_urls))
-    else:
-        scorer = EquivalenceClassifier.from_pretrained(config.classifier)
-    if config.classifier_threshold is not None:
-        scorer.threshold = config.classifier_threshold
-    return scorer.is_equivalent
+    return load_scorer(config.classifier, config.classifier_urls, threshold=config.classifier_threshold)
 
 
 def build_trainer(config: RLTrainConfig):

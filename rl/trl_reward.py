@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from darling.rl.darling import IsEquivalent, darling_rewards, math_quality
+from darling.rl.darling import darling_rewards, math_quality
+from darling.rl.partition import Scorer
 from darling.rl.reward import DarlingConfig
 
 QualityFn = Callable[[Sequence[str], Sequence[str], dict[str, list[Any]]], list[float]]  # prompts, completions, columns
@@ -60,12 +61,12 @@ class DarlingRewardFunction:
     def __init__(
         self,
         num_generations: int,
-        is_equivalent: IsEquivalent | None,
+        scorer: Scorer | None,
         config: DarlingConfig | None = None,
         quality: QualityFn = answer_quality,
     ):
         self.num_generations = num_generations
-        self.is_equivalent = is_equivalent
+        self.scorer = scorer
         self.config = config or DarlingConfig()
         self.quality = quality
         self.__name__ = "darling" if self.config.combine != "quality" else "quality"  # TRL logs rewards/<name>
@@ -90,7 +91,7 @@ class DarlingRewardFunction:
         quality = self.quality([prompt_text(p) for p in prompts], texts, kwargs)
         n = self.num_generations
         result = darling_rewards(groups, [quality[k : k + n] for k in range(0, len(quality), n)],
-                                 self.is_equivalent, self.config)  # fmt: skip
+                                 self.scorer, self.config)  # fmt: skip
         self.last = result
         if log_metric is not None:
             flat = lambda rows: [x for row in rows for x in row]  # noqa: E731
@@ -100,6 +101,7 @@ class DarlingRewardFunction:
             log_metric("darling/distinct_per_group", _mean(result.distinct))
             log_metric("darling/classifier_pairs", float(result.stats.pairs_decided))
             log_metric("darling/classifier_pairs_saved", float(result.stats.pairs_saved))
+            log_metric("darling/classifier_texts_embedded", float(result.stats.texts_embedded))
             log_metric("darling/reward_seconds", time.perf_counter() - start)
         return [r for row in result.rewards for r in row]
 

@@ -61,24 +61,16 @@ class VerlSettings:
 
 
 def scorer(settings: VerlSettings):
-    """``is_equivalent`` of the exported classifier, loaded once per process (in-process or served)."""
+    """The exported classifier (either kind, in-process or served), loaded once per process."""
     if settings.combine == "quality":
         return None
     if not settings.classifier:
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
     key = (settings.classifier, settings.classifier_urls, settings.threshold)
     if key not in _SCORERS:
-        from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+        from darling.classifier.loading import load_scorer
 
-        if settings.classifier_urls:
-            clf = ServedEquivalenceClassifier.from_export(
-                settings.classifier, ClassifyClient(list(settings.classifier_urls))
-            )
-        else:
-            clf = EquivalenceClassifier.from_pretrained(settings.classifier)
-        if settings.threshold is not None:
-            clf.threshold = settings.threshold
-        _SCORERS[key] = clf.is_equivalent
+        _SCORERS[key] = load_scorer(settings.classifier, settings.classifier_urls, threshold=settings.threshold)
     return _SCORERS[key]
 
 

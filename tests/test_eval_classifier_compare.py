@@ -61,7 +61,13 @@ def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
     table = (out / "compare.md").read_text()
     assert "| metric | a | b | difference |" in table
     row = next(line for line in table.splitlines() if line.startswith("| ece |"))
-    assert row == f"| ece | {metrics['ece']:.4f} | {compared['ece']:.4f} | {compared['ece'] - metrics['ece']:.4f} |"
+
+    def cell(m):
+        lo, hi = m["intervals_95"]["ece"]
+        assert lo <= m["ece"] <= hi
+        return f"{m['ece']:.4f} [{lo:.3f}, {hi:.3f}]"
+
+    assert row == f"| ece | {cell(metrics)} | {cell(compared)} | {compared['ece'] - metrics['ece']:.4f} |"
     for name in ("roc_compare.png", "compare/roc.png", "compare/reliability.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -72,3 +78,25 @@ def test_a_wrong_compare_dir_is_a_user_error_before_scoring(tmp_path, two_export
                      "--output", tmp_path / "e")  # fmt: skip
     assert result.returncode == 2 and "not a darling classifier export" in result.stderr
     assert not (tmp_path / "e").exists()
+
+
+def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
+    """An untrained embedding backbone as a third row: its a, b and threshold come from --fit-data only."""
+    fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))
+    data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
+    out = tmp_path / "e"
+    result = darling("eval", "classifier", "--model", two_exports[0], "--compare", two_exports[1], "--zero-shot",
+                     tiny_bert_dir, "--fit-data", fit, "--data", data, "--output", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    zero = metrics["zero_shot"]
+    assert zero["kind"] == "bi-encoder (untrained)" and zero["n"] == 24 and zero["fit_data"] == str(fit)
+    assert zero == json.loads((out / "zero-shot" / "metrics.json").read_text())
+    header = (out / "compare.md").read_text().splitlines()[2]
+    assert header.startswith("| metric | a | b | zero-shot ") and header.endswith(f"zero-shot {tiny_bert_dir} - a |")
+    alone = darling("eval", "classifier", "--zero-shot", tiny_bert_dir, "--fit-data", fit, "--data", data,
+                    "--output", tmp_path / "z")  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads((tmp_path / "z" / "metrics.json").read_text())["roc_auc"] == zero["roc_auc"]
+    missing = darling("eval", "classifier", "--zero-shot", tiny_bert_dir, "--data", data, "--output", tmp_path / "m")
+    assert missing.returncode == 2 and "--fit-data" in missing.stderr and not (tmp_path / "m").exists()

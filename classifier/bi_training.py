@@ -1,0 +1,174 @@
+"""Training the bi-encoder kind: text-pair batches (a LightningDataModule) and the pair loss (a LightningModule).
+
+A batch of B pairs is one encoder pass over 2B texts ([a_1..a_B, b_1..b_B]), length-bucketed by the longer
+text of each pair and dynamically padded. The cosine is symmetric, so one order per pair is all there is.
+
+Losses (``bi_loss``):
+- ``bce``: class-weighted logistic loss of sigmoid(a * cos + b); encoder, a and b learn together.
+- ``cosent``: CoSENT's ranking loss on the cosines (every equivalent pair of the batch above every
+  different one), which suits a few hundred labelled pairs; a and b learn beside it from the logistic loss
+  on detached cosines, so they calibrate without pulling on the encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from darling.classifier.biencoder import BiEncoder, fit_affine
+from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.datamodule import LengthBucketBatchSampler, RandomBatchSampler, ResumableDataLoader
+from darling.classifier.encoding import TextEncoder
+from darling.classifier.module import _PairModule, freeze_lower_layers
+from darling.schemas import LabelledPair
+
+BI_LOSSES = ("bce", "cosent")
+COSENT_SCALE = 20.0  # the temperature CoSENT was published with
+
+
+class EncodedTextPairs(Dataset):
+    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair]):
+        self.a = encoder.encode([p.generation_0 for p in pairs])
+        self.b = encoder.encode([p.generation_1 for p in pairs])
+        self.labels = [p.similar for p in pairs]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int], int]:
+        return self.a[i], self.b[i], self.labels[i]
+
+    @property
+    def lengths(self) -> list[int]:
+        return [max(len(a), len(b)) for a, b in zip(self.a, self.b, strict=True)]
+
+
+class TextPairDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        encoder: TextEncoder,
+        train_pairs: Sequence[LabelledPair],
+        val_pairs: Sequence[LabelledPair],
+        batch_size: int,
+        bucket_by_length: bool = True,
+        seed: int = 0,
+        num_workers: int = 0,
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
+        self.batch_size = batch_size
+        self.bucket_by_length = bucket_by_length
+        self.seed = seed
+        self.num_workers = num_workers
+        self.train_set: EncodedTextPairs | None = None
+        self.val_set: EncodedTextPairs | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is None:
+            self.train_set = EncodedTextPairs(self.encoder, self.train_pairs)
+            self.val_set = EncodedTextPairs(self.encoder, self.val_pairs)
+
+    def collate(self, items: list[tuple[list[int], list[int], int]]) -> dict[str, torch.Tensor]:
+        batch = self.encoder.pad([a for a, _, _ in items] + [b for _, b, _ in items])
+        batch["labels"] = torch.tensor([label for _, _, label in items], dtype=torch.long)
+        return batch
+
+    def _loader(self, dataset: EncodedTextPairs, train: bool) -> DataLoader:
+        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
+        cls = LengthBucketBatchSampler if self.bucket_by_length or not train else RandomBatchSampler
+        sampler = cls(dataset.lengths, self.batch_size, shuffle=train, seed=self.seed, rank=rank,
+                      world_size=world if train else 1)  # fmt: skip
+        if not train:
+            return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
+        return ResumableDataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.collate,
+            num_workers=self.num_workers,
+            batches_done=lambda: self.trainer.fit_loop.epoch_loop.batch_progress.current.ready,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_set, train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.val_set, train=False)
+
+    def class_counts(self) -> tuple[int, int]:
+        labels = [p.similar for p in self.train_pairs]
+        return labels.count(0), labels.count(1)
+
+
+def cosent_loss(cos: torch.Tensor, labels: torch.Tensor, scale: float = COSENT_SCALE) -> torch.Tensor:
+    """log(1 + sum over (equivalent i, different j) of exp(scale * (cos_j - cos_i))); 0 without both labels."""
+    pos, neg = cos[labels == 1], cos[labels == 0]
+    if not len(pos) or not len(neg):
+        return cos.sum() * 0.0
+    diffs = scale * (neg[None, :] - pos[:, None]).flatten()
+    return torch.logsumexp(torch.cat([diffs.new_zeros(1), diffs]), dim=0)
+
+
+class BiEncoderModule(_PairModule):
+    """The bi-encoder kind's training step: one pass over both sides of every pair, the chosen pair loss."""
+
+    def __init__(self, model: BiEncoder, config: ClassifierTrainConfig, weights: list[float] | None = None):
+        super().__init__(config, weights)
+        self.model = model
+        model.backbone.train()
+        if config.gradient_checkpointing:
+            model.backbone.gradient_checkpointing_enable()
+        freeze_lower_layers(model.backbone, config.freeze_layers)
+
+    def is_head(self, name: str) -> bool:
+        return name in ("model.scale", "model.bias")
+
+    def _weighted_bce(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        # Mean of per-example weighted losses (not divided by the batch's weight sum): an example's weight
+        # then means the same whatever else shares its micro-batch, batch size 1 included.
+        weight = self.class_weights[labels] if self.config.class_weighted else None
+        return F.binary_cross_entropy_with_logits(logits, labels.float(), weight=weight)
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, cos = self.model(batch["input_ids"], batch["attention_mask"])
+        labels = batch["labels"]
+        if self.config.bi_loss == "cosent":
+            calibration = self._weighted_bce(self.model.scale * cos.detach() + self.model.bias, labels)
+            return cosent_loss(cos, labels) + calibration, logits
+        return self._weighted_bce(logits, labels), logits
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss, _ = self._loss(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
+        self.log("train/scale", self.model.scale.detach(), batch_size=1)
+        self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        loss, logits = self._loss(batch)
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
+        self._val_probs.append(torch.sigmoid(logits).detach().cpu())
+        self._val_labels.append(batch["labels"].detach().cpu())
+
+
+@torch.inference_mode()
+def init_affine(model: BiEncoder, encoder: TextEncoder, pairs: Sequence[LabelledPair], batch_size: int = 16) -> None:
+    """Start a and b at the logistic fit of the labels on the untrained cosines of ``pairs`` (a few dozen
+    suffice), so the first steps train the encoder instead of moving two scalars a long way."""
+    was_training = model.training
+    model.eval()
+    cos = []
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start : start + batch_size]
+        batch = encoder.pad(encoder.encode([p.generation_0 for p in chunk] + [p.generation_1 for p in chunk]))
+        cos.append(model(batch["input_ids"], batch["attention_mask"])[1])
+    a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
+    with torch.no_grad():
+        model.scale.fill_(a)
+        model.bias.fill_(b)
+    model.train(was_training)

@@ -1,0 +1,111 @@
+"""The bi-encoder kind: one shared encoder embeds each response; P(equivalent) = sigmoid(a * cos + b).
+
+A group of n responses costs n encoder passes and an n x n cosine matrix, where the cross-encoder needs a
+pass per pair. Pooling is the backbone's own (mean for MiniLM and other sentence-transformers encoders,
+last token for Qwen3-Embedding), read from its sentence-transformers files when it has them; embeddings are
+L2-normalised, so the cosine is a dot product. ``a`` and ``b`` are learned with the encoder, which makes
+the probability calibrated rather than only a ranking.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from darling.errors import UserInputError
+
+POOLINGS = ("mean", "cls", "last")
+# sentence-transformers' 1_Pooling/config.json keys, in the form vLLM reads them.
+ST_POOLING_KEYS = {
+    "mean": "pooling_mode_mean_tokens",
+    "cls": "pooling_mode_cls_token",
+    "last": "pooling_mode_lasttoken",
+}
+
+
+def backbone_pooling(path: str | Path, model_config) -> str:
+    """The pooling a backbone was trained with: its sentence-transformers Pooling module, else by architecture
+    (decoder-only models embed in their last token; encoders with a [CLS] token are mean-pooled)."""
+    modules = Path(path) / "modules.json"
+    if modules.exists():
+        for module in json.loads(modules.read_text()):
+            if module.get("type", "").endswith("Pooling"):
+                config = json.loads((Path(path) / module["path"] / "config.json").read_text())
+                for name, key in ST_POOLING_KEYS.items():
+                    if config.get(key):
+                        return name
+    return "mean" if is_encoder_only(model_config) else "last"
+
+
+def is_encoder_only(model_config) -> bool:
+    """BERT-like encoders (bidirectional, with a [CLS] token) as opposed to decoder-only embedders."""
+    return getattr(model_config, "model_type", "") in {"bert", "roberta", "xlm-roberta", "mpnet", "modernbert",
+                                                        "deberta-v2", "distilbert", "electra"}  # fmt: skip
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """One vector per sequence from right-padded hidden states (B, T, H)."""
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "last":
+        last = attention_mask.sum(1) - 1
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+class BiEncoder(nn.Module):
+    """A transformers encoder (``AutoModel``) + pooling + normalisation + the affine map of the cosine."""
+
+    def __init__(self, backbone: nn.Module, pooling: str, scale: float = 20.0, bias: float = -10.0):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise UserInputError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        self.backbone = backbone
+        self.pooling = pooling
+        self.scale = nn.Parameter(torch.tensor(float(scale)))
+        self.bias = nn.Parameter(torch.tensor(float(bias)))
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return F.normalize(pool(hidden, attention_mask, self.pooling).float(), dim=-1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits and cosines for a batch laid out as [a_1..a_B, b_1..b_B] (one pass for both sides)."""
+        emb = self.embed(input_ids, attention_mask)
+        half = emb.shape[0] // 2
+        cos = (emb[:half] * emb[half:]).sum(-1)
+        return self.scale * cos + self.bias, cos
+
+    def logit(self, cos: np.ndarray | torch.Tensor):
+        return float(self.scale) * cos + float(self.bias)
+
+
+def fit_affine(cos: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(a, b) of a logistic regression of the labels on the cosine (Platt scaling), unregularised."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = np.asarray(labels).astype(int)
+    if len(set(labels.tolist())) < 2:
+        raise UserInputError("fitting the cosine's affine map needs pairs of both labels")
+    lr = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(cos, dtype=float).reshape(-1, 1), labels)
+    return float(lr.coef_[0, 0]), float(lr.intercept_[0])
+
+
+def load_backbone_encoder(name_or_path: str, trust_remote_code: bool = False) -> nn.Module:
+    """The bare encoder (no task head) of a backbone, fp32 master weights, safetensors only."""
+    from transformers import AutoModel
+
+    try:
+        return AutoModel.from_pretrained(
+            name_or_path, dtype=torch.float32, use_safetensors=True, trust_remote_code=trust_remote_code
+        )
+    except OSError as exc:
+        raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None
