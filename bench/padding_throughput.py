@@ -55,7 +55,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    cpu = PRESETS["cpu"]
+    cpu = PRESETS["cpu-cross"]
     backbone = resolve_backbone(cpu["backbone"])
     encoder = PairEncoder(load_tokenizer(backbone), cpu["max_tokens_per_response"])
     pairs = load_pairs(args.data).pairs

@@ -34,8 +34,8 @@ def main() -> None:
     if args.model:
         batched = EquivalenceClassifier.from_pretrained(args.model, batch_size=args.batch_size)
     else:
-        backbone = resolve_backbone(PRESETS["cpu"]["backbone"])
-        encoder = PairEncoder(load_tokenizer(backbone), PRESETS["cpu"]["max_tokens_per_response"])
+        backbone = resolve_backbone(PRESETS["cpu-cross"]["backbone"])
+        encoder = PairEncoder(load_tokenizer(backbone), PRESETS["cpu-cross"]["max_tokens_per_response"])
         model = load_sequence_classifier(backbone, encoder.special.pad_id)
         batched = EquivalenceClassifier(model, encoder, batch_size=args.batch_size)
     if args.max_tokens:

@@ -2,6 +2,8 @@
 
 A batch of B pairs is one encoder pass over 2B texts ([a_1..a_B, b_1..b_B]), length-bucketed by the longer
 text of each pair and dynamically padded. The cosine is symmetric, so one order per pair is all there is.
+With frozen lower layers on a BERT-family encoder, their output is computed once per text (layer_cache.py)
+and batches carry those states instead of token ids.
 
 Losses (``bi_loss``):
 - ``bce``: class-weighted logistic loss of sigmoid(a * cos + b); encoder, a and b learn together.
@@ -24,6 +26,7 @@ from darling.classifier.biencoder import BiEncoder, fit_affine
 from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.datamodule import LengthBucketBatchSampler, RandomBatchSampler, ResumableDataLoader
 from darling.classifier.encoding import TextEncoder
+from darling.classifier.layer_cache import frozen_states, pad_states
 from darling.classifier.module import _PairModule, freeze_lower_layers
 from darling.schemas import LabelledPair
 
@@ -32,10 +35,15 @@ COSENT_SCALE = 20.0  # the temperature CoSENT was published with
 
 
 class EncodedTextPairs(Dataset):
-    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair]):
+    """Token ids of both sides of each pair, or (``cache``: backbone, frozen layers) their cached states."""
+
+    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair], cache: tuple | None = None):
         self.a = encoder.encode([p.generation_0 for p in pairs])
         self.b = encoder.encode([p.generation_1 for p in pairs])
         self.labels = [p.similar for p in pairs]
+        if cache is not None:
+            states = frozen_states(*cache, self.a + self.b, encoder.pad_id)
+            self.a, self.b = states[: len(self.a)], states[len(self.a) :]
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -58,9 +66,11 @@ class TextPairDataModule(L.LightningDataModule):
         bucket_by_length: bool = True,
         seed: int = 0,
         num_workers: int = 0,
+        cache: tuple | None = None,
     ):
         super().__init__()
         self.encoder = encoder
+        self.cache = cache  # (backbone, frozen layers): batches of cached states instead of token ids
         self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
         self.batch_size = batch_size
         self.bucket_by_length = bucket_by_length
@@ -71,11 +81,12 @@ class TextPairDataModule(L.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
-            self.train_set = EncodedTextPairs(self.encoder, self.train_pairs)
-            self.val_set = EncodedTextPairs(self.encoder, self.val_pairs)
+            self.train_set = EncodedTextPairs(self.encoder, self.train_pairs, self.cache)
+            self.val_set = EncodedTextPairs(self.encoder, self.val_pairs, self.cache)
 
-    def collate(self, items: list[tuple[list[int], list[int], int]]) -> dict[str, torch.Tensor]:
-        batch = self.encoder.pad([a for a, _, _ in items] + [b for _, b, _ in items])
+    def collate(self, items: list[tuple]) -> dict[str, torch.Tensor]:
+        sides = [a for a, _, _ in items] + [b for _, b, _ in items]
+        batch = pad_states(sides) if self.cache is not None else self.encoder.pad(sides)
         batch["labels"] = torch.tensor([label for _, _, label in items], dtype=torch.long)
         return batch
 
@@ -135,7 +146,11 @@ class BiEncoderModule(_PairModule):
         return F.binary_cross_entropy_with_logits(logits, labels.float(), weight=weight)
 
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        logits, cos = self.model(batch["input_ids"], batch["attention_mask"])
+        if "hidden" in batch:  # cached frozen layers
+            emb = self.model.embed_cached(batch["hidden"], batch["attention_mask"], self.config.freeze_layers)
+            logits, cos = self.model.pair_logits(emb)
+        else:
+            logits, cos = self.model(batch["input_ids"], batch["attention_mask"])
         labels = batch["labels"]
         if self.config.bi_loss == "cosent":
             calibration = self._weighted_bce(self.model.scale * cos.detach() + self.model.bias, labels)

@@ -77,9 +77,18 @@ class BiEncoder(nn.Module):
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return F.normalize(pool(hidden, attention_mask, self.pooling).float(), dim=-1)
 
+    def embed_cached(self, hidden: torch.Tensor, attention_mask: torch.Tensor, frozen_layers: int) -> torch.Tensor:
+        """``embed`` from the cached output of the frozen lower layers (layer_cache.py)."""
+        from darling.classifier.layer_cache import top_layers
+
+        hidden = top_layers(self.backbone, frozen_layers, hidden, attention_mask)
+        return F.normalize(pool(hidden, attention_mask, self.pooling).float(), dim=-1)
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and cosines for a batch laid out as [a_1..a_B, b_1..b_B] (one pass for both sides)."""
-        emb = self.embed(input_ids, attention_mask)
+        return self.pair_logits(self.embed(input_ids, attention_mask))
+
+    def pair_logits(self, emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         half = emb.shape[0] // 2
         cos = (emb[:half] * emb[half:]).sum(-1)
         return self.scale * cos + self.bias, cos

@@ -182,3 +182,14 @@ def split_pairs(pairs: PairSet, val_fraction: float, seed: int) -> tuple[list[La
     splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     train_idx, val_idx = next(splitter.split(labels, labels, groups))
     return [pairs.pairs[i] for i in train_idx], [pairs.pairs[i] for i in val_idx]
+
+
+def kfold_pairs(pairs: PairSet, k: int, seed: int) -> list[tuple[list[LabelledPair], list[LabelledPair]]]:
+    """``k`` (train, held-out) folds, stratified by label and grouped by prompt like ``split_pairs``: every pair
+    is held out exactly once (cross-validation for choosing a recipe without a test set)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    labels = pairs.labels
+    splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
+    folds = splitter.split(labels, labels, [p.prompt for p in pairs.pairs])
+    return [([pairs.pairs[i] for i in tr], [pairs.pairs[i] for i in te]) for tr, te in folds]

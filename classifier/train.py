@@ -23,6 +23,7 @@ from darling.classifier.data import PairSet, load_pairs, split_pairs
 from darling.classifier.datamodule import PairDataModule
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import bi_encoder_fields, build_meta, cross_encoder_fields, export_classifier
+from darling.classifier.layer_cache import can_cache
 from darling.classifier.module import PairClassifierModule, class_weights
 from darling.classifier.report import write_report
 from darling.classifier.scoring import BiEncoderClassifier, EquivalenceClassifier, EquivalenceScorer
@@ -154,8 +155,13 @@ def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume
     if not resume:  # a resumed run restores a and b from its checkpoint
         sample = random.Random(config.seed).sample(train_pairs, min(AFFINE_INIT_PAIRS, len(train_pairs)))
         init_affine(model, encoder, sample)
+    cache = (
+        (hf_model, config.freeze_layers)
+        if config.cache_frozen_layers and can_cache(hf_model, config.freeze_layers)
+        else None
+    )
     dm = TextPairDataModule(encoder, train_pairs, val_pairs, config.batch_size, config.bucket_by_length,
-                            seed=config.seed, num_workers=config.num_workers)  # fmt: skip
+                            seed=config.seed, num_workers=config.num_workers, cache=cache)  # fmt: skip
     module = BiEncoderModule(model, config, class_weights(*dm.class_counts()))
     return KindParts(
         encoder, model, hf_model, module, dm,

@@ -97,7 +97,7 @@ def train_classifier_cmd(
 
     The paper's kind, a cross-encoder, on the same CPU backbone:
 
-        darling train-classifier --preset cpu --kind cross-encoder --data noveltybench --output runs/clf-cross
+        darling train-classifier --preset cpu-cross --data noveltybench --output runs/clf-cross
 
     Your own pairs (fields prompt, generation_0, generation_1, similar), a fixed validation set:
 

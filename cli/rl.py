@@ -103,7 +103,8 @@ def serve_classifier_cmd(
     check: Annotated[bool, typer.Option(help="Compare served vs in-process probabilities on sample pairs.")] = False,
     exit_after_check: Annotated[bool, typer.Option(help="Stop the servers after --check (scripts, CI).")] = False,
 ) -> None:
-    """Serve an exported classifier with vLLM (`--runner pooling --convert classify`) on N replicas.
+    """Serve an exported classifier with vLLM on N replicas (`--runner pooling --convert classify` for a
+    cross-encoder export, `--convert embed` for a bi-encoder export).
 
     Examples:
 

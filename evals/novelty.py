@@ -243,9 +243,10 @@ def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
 
     path = Path(str(config.classifier))
     if (path / META_FILE).exists():
-        threshold = read_export_meta(path)["threshold"] if config.threshold is None else config.threshold
-        kind = f"darling export, served by {', '.join(config.classifier_urls)}" if config.classifier_urls else None
-        return {"classifier": str(path), "kind": kind or "darling export, in-process", "threshold": threshold}
+        meta = read_export_meta(path)
+        threshold = meta["threshold"] if config.threshold is None else config.threshold
+        where = f"served by {', '.join(config.classifier_urls)}" if config.classifier_urls else "in-process"
+        return {"classifier": str(path), "kind": f"darling {meta['kind']} export, {where}", "threshold": threshold}
     if not (path / "config.json").exists():
         raise UserInputError(f"{path}: not a classifier directory (no darling.json or config.json)")
     if config.classifier_urls:
@@ -301,7 +302,7 @@ def score_generations(
     device = _device()
     scorer = load_pair_scorer(config, device)
     classes: list[list[int]] = []
-    stats = {"pairs_total": 0, "pairs_decided": 0}
+    stats = {"pairs_total": 0, "pairs_decided": 0, "texts_embedded": 0}
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("partition", total=len(groups))
         for start in range(0, len(groups), 256):  # one round batches pairs across many prompts
@@ -309,6 +310,7 @@ def score_generations(
             classes += chunk
             stats["pairs_total"] += chunk_stats.pairs_total
             stats["pairs_decided"] += chunk_stats.pairs_decided
+            stats["texts_embedded"] += chunk_stats.texts_embedded
             bar.advance(task, len(chunk))
     if getattr(scorer, "client", None) is not None:  # served: close its HTTP connections
         scorer.client.close()

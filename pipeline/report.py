@@ -73,7 +73,8 @@ def _labels(s: dict[str, Any]) -> list[str]:
 
 def _classifier(s: dict[str, Any]) -> list[str]:
     d, v = s["data"], s["validation"]
-    lines = [f"Preset `{s['preset']}` (`{s['backbone']}`), {s['max_steps']} optimiser steps, "
+    kind = s.get("kind", "cross-encoder")  # runs recorded before the bi-encoder kind
+    lines = [f"Preset `{s['preset']}` ({kind}, `{s['backbone']}`), {s['max_steps']} optimiser steps, "
              f"{s['max_tokens_per_response']} tokens per response; trained, calibrated on its validation split and "
              "exported to [`classifier/`](classifier/).", "",
              f"- training data [`classifier/train-pairs.jsonl`](classifier/train-pairs.jsonl): {d['pairs']} pairs "
@@ -81,7 +82,13 @@ def _classifier(s: dict[str, Any]) -> list[str]:
              f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}"]  # fmt: skip
     if d["fallback"]:
         lines.append(f"- **fallback:** {d['fallback_reason']}.")
-    lines += ["", "| validation | value |", "| --- | ---: |"]
+    lines += [
+        "",
+        "Validation split at the threshold it chose (optimistic: no held-out pairs at this scale):",
+        "",
+        "| validation | value |",
+        "| --- | ---: |",
+    ]
     keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
     lines += [f"| {k} | {_f(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
     return [*lines, ""]

@@ -169,7 +169,8 @@ def classifier(ctx: Context) -> dict[str, Any]:
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, int | float)}
     del result
     gc.collect()
-    return {"data": data, "preset": c.classifier_preset, "backbone": config.backbone, "max_steps": config.max_steps,
+    return {"data": data, "preset": c.classifier_preset, "kind": config.kind, "backbone": config.backbone,
+            "max_steps": config.max_steps,
             "max_tokens_per_response": config.max_tokens_per_response, "validation": metrics,
             "resumed": resume}  # fmt: skip
 

@@ -85,5 +85,26 @@ def minilm_export(tmp_path_factory, minilm_path) -> Path:
 
     tmp = tmp_path_factory.mktemp("minilm-export")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(40))
-    cfg = build_config("cpu", overrides=dict(max_steps=2, max_tokens_per_response=32, num_threads=1))
+    cfg = build_config("cpu-cross", overrides=dict(max_steps=2, max_tokens_per_response=32, num_threads=1))
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
+
+
+@pytest.fixture(scope="session")
+def minilm_bi_export(tmp_path_factory, minilm_path) -> Path:
+    """A real MiniLM bi-encoder export trained two steps on synthetic pairs (plumbing, not judgement)."""
+    from helpers import synthetic_pairs, write_jsonl
+
+    from darling.classifier.config import build_config
+    from darling.classifier.train import train_classifier
+
+    tmp = tmp_path_factory.mktemp("minilm-bi-export")
+    data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(40))
+    cfg = build_config("cpu", overrides=dict(kind="bi-encoder", max_steps=2, max_tokens_per_response=32,
+                                             freeze_layers=0, num_threads=1))  # fmt: skip
+    return train_classifier(cfg, data, tmp / "clf", progress=False).output
+
+
+@pytest.fixture(params=["cross-encoder", "bi-encoder"])
+def any_export(request) -> Path:
+    """Each consumer test runs with an export of either kind."""
+    return request.getfixturevalue("minilm_export" if request.param == "cross-encoder" else "minilm_bi_export")

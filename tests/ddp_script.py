@@ -18,7 +18,7 @@ if __name__ == "__main__":
         save_tiny_bert_backbone(backbone, resolve_backbone(PACKAGED_MINILM))
     data = write_jsonl(work / "pairs.jsonl", synthetic_pairs(64))
     cfg = build_config(
-        "cpu",
+        "cpu-cross",
         overrides=dict(backbone=str(backbone), max_steps=4, batch_size=4, max_tokens_per_response=16, freeze_layers=0,
                        strategy="ddp", devices="2", accelerator="cpu", num_threads=1, val_fraction=0.25),
     )  # fmt: skip

@@ -51,7 +51,7 @@ def test_bad_option_and_missing_model_are_user_errors(tmp_path):
 
 
 def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_path):
-    """The cpu preset's real MiniLM encoder, shortened to a few steps: export, then evaluate it."""
+    """The cpu preset (a MiniLM bi-encoder), shortened to a few steps: export, then evaluate it."""
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(40))
     out = tmp_path / "clf"
     result = darling(
@@ -61,7 +61,7 @@ def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_p
     assert result.returncode == 0, result.stderr
     assert "exported" in result.stdout
     meta = json.loads((out / "darling.json").read_text())
-    assert meta["backbone"] == "packaged:all-MiniLM-L6-v2" and meta["cls_token_id"] == 101
+    assert meta["backbone"] == "packaged:all-MiniLM-L6-v2" and (meta["kind"], meta["pooling"]) == ("bi-encoder", "mean")
 
     result = darling("eval", "classifier", "--model", out, "--data", data, "--output", tmp_path / "eval")
     assert result.returncode == 0, result.stderr

@@ -27,7 +27,7 @@ def two_exports(tmp_path_factory, tiny_bert_dir):
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(32))
     exports = []
     for name, steps, lr in (("a", 2, 1e-4), ("b", 6, 1e-3)):  # different training: different models
-        cfg = build_config("cpu", overrides=dict(backbone=str(tiny_bert_dir), max_steps=steps, learning_rate=lr,
+        cfg = build_config("cpu-cross", overrides=dict(backbone=str(tiny_bert_dir), max_steps=steps, learning_rate=lr,
                                                  warmup_steps=0, batch_size=8, max_tokens_per_response=32,
                                                  freeze_layers=0))  # fmt: skip
         exports.append(train_classifier(cfg, data, tmp / name, progress=False).output)

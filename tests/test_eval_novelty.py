@@ -127,7 +127,8 @@ def minilm_reward_model(tmp_path_factory, minilm_path):
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_export, minilm_reward_model):
+def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_export, minilm_bi_export,
+                                             minilm_reward_model):  # fmt: skip
     if not CURATED.exists():
         pytest.skip(f"{CURATED} is absent (../shared is only on development and CI machines)")
     out = tmp_path / "novelty"
@@ -180,6 +181,14 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
     assert metrics["reward_model"] is None and metrics["threshold"] == 0
     assert "diversity only" in (out / "report.md").read_text()
     assert pl.read_parquet(out / "scores.parquet")["response"].to_list() == scores["response"].to_list()
+
+    # The same responses through a bi-encoder export: one embedding per response, every pair from the matrix.
+    rescore = darling("eval", "novelty", "--no-generate", "--classifier", minilm_bi_export, "--threshold", "0",
+                      "--output", out)  # fmt: skip
+    assert rescore.returncode == 0, rescore.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["kind"] == "darling bi-encoder export, in-process" and metrics["mean_distinct"] == 1
+    assert metrics["partition"]["pairs_decided"] == metrics["partition"]["pairs_total"] == 2 * 3
 
 
 class ScriptedEngine:

@@ -25,7 +25,7 @@ EASY = [{"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)} for i
 def export(tmp_path_factory, tiny_bert_dir):
     tmp = tmp_path_factory.mktemp("served-clf")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(32))
-    cfg = build_config("cpu", overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
+    cfg = build_config("cpu-cross", overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
                                              max_tokens_per_response=64, freeze_layers=0))  # fmt: skip
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 

@@ -24,9 +24,10 @@ def test_group_splitting_settings_are_refused(tmp_path):
         build_config("cpu", output=tmp_path).check()
 
 
-def test_two_darling_steps_on_smollm2(tmp_path, minilm_export, smollm2_dir):
+def test_two_darling_steps_on_smollm2(tmp_path, any_export, smollm2_dir):
+    """Either classifier kind: a bi-encoder export takes the embedding path (every response embedded once)."""
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
-    config = build_config("cpu", output=tmp_path / "rl", classifier=minilm_export, problems=str(problems),
+    config = build_config("cpu", output=tmp_path / "rl", classifier=any_export, problems=str(problems),
                           max_steps=2, max_completion_length=24, learning_rate=1e-5, temperature=1.2,
                           # A 2-step classifier calls everything equivalent at its own threshold, so every
                           # multiplicative reward would be 0 and nothing would train: make it call pairs different.
@@ -50,6 +51,8 @@ def test_two_darling_steps_on_smollm2(tmp_path, minilm_export, smollm2_dir):
         assert advantages.tolist() == pytest.approx(expected, abs=1e-6)
         assert all(len(g) == 4 for g in batch.rewards)
         assert batch.stats.pairs_total == 6 * len(batch.rewards)
+        bi = "bi-encoder" in (any_export / "darling.json").read_text()
+        assert (batch.stats.texts_embedded > 0) == bi and (batch.stats.pairs_decided == batch.stats.pairs_total) >= bi
     steps = [h for h in trainer.state.log_history if "darling/diversity" in h]
     assert len(steps) == 2 and all(0.0 <= h["darling/diversity"] <= 1.0 for h in steps)
     assert any(h["darling/quality"] > 0 for h in steps), "SmolLM2 solved none of the easy problems"

@@ -13,9 +13,11 @@ from darling.classifier.train import train_classifier
 pytestmark = pytest.mark.vllm
 
 
-def test_serve_classifier_check_on_two_replicas(tmp_path, tiny_bert_dir):
+@pytest.mark.parametrize("kind", ["cross-encoder", "bi-encoder"])
+def test_serve_classifier_check_on_two_replicas(tmp_path, tiny_bert_dir, kind):
+    """Replicas with --convert classify (cross-encoder) or --convert embed (bi-encoder), by the export's kind."""
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(32))
-    cfg = build_config("cpu", overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
+    cfg = build_config("cpu", overrides=dict(kind=kind, backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
                                              max_tokens_per_response=64, freeze_layers=0))  # fmt: skip
     export = train_classifier(cfg, data, tmp_path / "clf", progress=False).output
     env = {**os.environ, "DARLING_VLLM_PYTHON": vllm_python(), "COLUMNS": "250"}

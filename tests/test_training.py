@@ -28,7 +28,7 @@ def _grads_after_one_step(backbone, batch_size, accumulate):
     pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here", i % 2) for i in range(4)]
     enc = PairEncoder(load_tokenizer(str(backbone)), 16)
     dm = PairDataModule(enc, pairs, pairs[:2], batch_size, both_orders=False, bucket_by_length=False, shuffle=False)
-    config = build_config("cpu", overrides={"class_weighted": False, "warmup_steps": 0, "freeze_layers": 0})
+    config = build_config("cpu-cross", overrides={"class_weighted": False, "warmup_steps": 0, "freeze_layers": 0})
     module = PairClassifierModule(model, config)
     grads = {}
 
@@ -72,7 +72,7 @@ def trained_tiny_qwen(tmp_path_factory, tiny_qwen_dir):
     tmp = tmp_path_factory.mktemp("train")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
     cfg = build_config(
-        "cpu",
+        "cpu-cross",
         overrides=dict(
             backbone=str(tiny_qwen_dir),
             max_steps=4,
@@ -152,7 +152,7 @@ def _fit(backbone, workdir, max_steps, resume):
     pairs = [LabelledPair(f"p{i}", f"text {i} " * (1 + i % 7), f"other {i}", i % 2) for i in range(40)]
     enc = PairEncoder(load_tokenizer(str(backbone)), 16)
     cfg = build_config(
-        "cpu",
+        "cpu-cross",
         overrides={"backbone": str(backbone), "max_steps": max_steps, "batch_size": 4, "checkpoint_every_n_steps": 1},
     )
     model = load_sequence_classifier(str(backbone), enc.special.pad_id)
@@ -209,7 +209,7 @@ def test_bf16_mixed_precision_trains_and_exports_fp32(tmp_path, tiny_bert_dir):
     """The paper preset's precision flag, on CPU (slow there; exercised for correctness only)."""
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(24))
     cfg = build_config(
-        "cpu",
+        "cpu-cross",
         overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8, max_tokens_per_response=12,
                        precision="bf16-mixed", freeze_layers=0, val_fraction=0.25),
     )  # fmt: skip

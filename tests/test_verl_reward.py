@@ -40,7 +40,7 @@ def test_compute_score_quality_only_and_bad_settings():
 
 
 @pytest.mark.slow
-def test_real_verl_batch_manager_calls_the_darling_reward(tmp_path, minilm_export, smollm2_dir):
+def test_real_verl_batch_manager_calls_the_darling_reward(tmp_path, any_export, smollm2_dir):
     if not (VERL_DEPS / "verl").is_dir():
         reason = f"no verl install at {VERL_DEPS} (.ci/setup.sh makes it; or set DARLING_VERL_DEPS)"
         if os.environ.get("DARLING_REQUIRE_VLLM") == "1":  # CI: set-up must have made it
@@ -48,7 +48,7 @@ def test_real_verl_batch_manager_calls_the_darling_reward(tmp_path, minilm_expor
         pytest.skip(reason)
     from darling.classifier import EquivalenceClassifier
 
-    export = minilm_export
+    export = any_export  # either kind
     clf = EquivalenceClassifier.from_pretrained(export)
     threshold = float(sorted(clf.prob_equivalent([("2 + 3 = 5", "Adding gives 5.")]))[0])  # splits some groups
 
@@ -60,7 +60,7 @@ def test_real_verl_batch_manager_calls_the_darling_reward(tmp_path, minilm_expor
 
     quality = [math_quality(group, [answer] * len(group)) for group, answer in zip(RESPONSES, ["5", "6"], strict=True)]
     clf.threshold = threshold
-    expected = darling_rewards(RESPONSES, quality, clf.is_equivalent, DarlingConfig())
+    expected = darling_rewards(RESPONSES, quality, clf, DarlingConfig())
     flat = [r for group in expected.rewards for r in group]
 
     assert result["manager"] == "BatchRewardManager"

@@ -1,0 +1,70 @@
+"""Frozen lower layers computed once: the bi-encoder's CPU training speed-up.
+
+With the embeddings and the first k layers frozen, their output for a text never changes during training,
+so it is computed once per text (no gradient, eval mode) and each step runs only the trainable top layers.
+On 2 CPU cores this removes the frozen layers' forward pass from every step of every epoch. BERT-family
+encoders only (MiniLM, BERT, bge): their layers take (hidden states, attention mask) and nothing else;
+``tests/test_layer_cache.py`` checks cached + top layers equals the full forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+CACHEABLE_MODEL_TYPES = {"bert"}
+
+
+def can_cache(backbone: nn.Module, frozen_layers: int) -> bool:
+    return getattr(backbone.config, "model_type", "") in CACHEABLE_MODEL_TYPES and frozen_layers > 0
+
+
+@torch.inference_mode()
+def frozen_states(
+    backbone: nn.Module, frozen_layers: int, input_ids: Sequence[Sequence[int]], pad_id: int, batch_size: int = 16
+) -> list[torch.Tensor]:
+    """Hidden states after the embeddings and the first ``frozen_layers`` layers, one (length, hidden) tensor
+    per text (padding removed), computed longest-first in batches."""
+    from darling.classifier.encoding import pad_ids
+
+    was_training = backbone.training
+    backbone.eval()
+    out: list[torch.Tensor | None] = [None] * len(input_ids)
+    order = sorted(range(len(input_ids)), key=lambda i: -len(input_ids[i]))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        batch = pad_ids([input_ids[i] for i in idx], pad_id)
+        hidden = _layers(backbone, backbone.embeddings(input_ids=batch["input_ids"]), batch["attention_mask"],
+                         0, frozen_layers)  # fmt: skip
+        for row, i in enumerate(idx):
+            out[i] = hidden[row, : len(input_ids[i])].clone()
+    backbone.train(was_training)
+    return out
+
+
+def top_layers(backbone: nn.Module, frozen_layers: int, hidden: torch.Tensor, attention_mask: torch.Tensor):
+    """The trainable layers above the cache: the encoder's last hidden state from cached states."""
+    return _layers(backbone, hidden, attention_mask, frozen_layers, len(backbone.encoder.layer))
+
+
+def _layers(backbone: nn.Module, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int):
+    # The same mask BertModel builds for its encoder (transformers.masking_utils, public).
+    from transformers.masking_utils import create_bidirectional_mask
+
+    mask = create_bidirectional_mask(config=backbone.config, inputs_embeds=hidden, attention_mask=attention_mask)
+    for layer in backbone.encoder.layer[start:stop]:
+        hidden = layer(hidden, mask)
+    return hidden
+
+
+def pad_states(states: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Right-pad cached states into (batch, longest, hidden) with the matching attention mask."""
+    width = max(s.shape[0] for s in states)
+    hidden = states[0].new_zeros((len(states), width, states[0].shape[1]))
+    mask = torch.zeros((len(states), width), dtype=torch.long)
+    for row, s in enumerate(states):
+        hidden[row, : s.shape[0]] = s
+        mask[row, : s.shape[0]] = 1
+    return {"hidden": hidden, "attention_mask": mask}
