@@ -14,6 +14,7 @@ Losses (``bi_loss``):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import lightning as L
@@ -31,6 +32,7 @@ from darling.classifier.module import _PairModule, freeze_lower_layers
 from darling.schemas import LabelledPair
 
 BI_LOSSES = ("bce", "cosent")
+log = logging.getLogger(__name__)
 COSENT_SCALE = 20.0  # the temperature CoSENT was published with
 
 
@@ -174,7 +176,13 @@ class BiEncoderModule(_PairModule):
 @torch.inference_mode()
 def init_affine(model: BiEncoder, encoder: TextEncoder, pairs: Sequence[LabelledPair], batch_size: int = 16) -> None:
     """Start a and b at the logistic fit of the labels on the untrained cosines of ``pairs`` (a few dozen
-    suffice), so the first steps train the encoder instead of moving two scalars a long way."""
+    suffice), so the first steps train the encoder instead of moving two scalars a long way.
+
+    Pairs of one label only (a judge that called every pair the same) have no fit: a and b keep their
+    defaults, with a warning, and training goes on as the cross-encoder kind's does on such data."""
+    if len({p.similar for p in pairs}) < 2:
+        log.warning("the training pairs sampled to start a and b all carry one label: a, b keep their defaults")
+        return
     was_training = model.training
     model.eval()
     cos = []

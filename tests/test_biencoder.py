@@ -129,6 +129,17 @@ def test_bi_encoder_export_reloads_strictly_with_identical_probabilities(bert_bi
     np.testing.assert_allclose(reloaded.prob_equivalent(pairs), reloaded.prob_equivalent([(b, a) for a, b in pairs]))
 
 
+def test_pairs_of_one_label_train_with_default_affine(tmp_path, tiny_bert_dir):
+    """A judge that called every pair the same (SmolLM2 on CHAMP) gives one label: the bi-encoder still
+    trains and exports, as the cross-encoder does, with a and b left at their defaults (no fit exists)."""
+    rows = [{**r, "similar": 1} for r in synthetic_pairs(16)]
+    data = write_jsonl(tmp_path / "same.jsonl", rows)
+    result = train_classifier(bi_config(tiny_bert_dir, max_steps=1), data, tmp_path / "clf", val=data,
+                              progress=False)
+    meta = json.loads((result.output / "darling.json").read_text())
+    assert meta["kind"] == "bi-encoder" and meta["validation_metrics"]["n"] > 0
+
+
 def test_bi_encoder_strict_load_rejects_missing_weights(bert_bi_export, tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(bert_bi_export.output, broken, ignore=shutil.ignore_patterns("training"))

@@ -30,7 +30,7 @@ def exported(request, tmp_path_factory, qwen_tokenizer, minilm_path):
         backbone = save_tiny_bert_backbone(tmp / "backbone", minilm_path)
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
     cfg = build_config(
-        "cpu",
+        "cpu-cross",  # the cross-encoder kind (the cpu preset is a bi-encoder)
         overrides=dict(backbone=str(backbone), max_steps=3, batch_size=8, max_tokens_per_response=200,
                        val_fraction=0.25, learning_rate=1e-3, symmetric=True, freeze_layers=0),
     )  # fmt: skip
