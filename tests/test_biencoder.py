@@ -134,8 +134,7 @@ def test_pairs_of_one_label_train_with_default_affine(tmp_path, tiny_bert_dir):
     trains and exports, as the cross-encoder does, with a and b left at their defaults (no fit exists)."""
     rows = [{**r, "similar": 1} for r in synthetic_pairs(16)]
     data = write_jsonl(tmp_path / "same.jsonl", rows)
-    result = train_classifier(bi_config(tiny_bert_dir, max_steps=1), data, tmp_path / "clf", val=data,
-                              progress=False)
+    result = train_classifier(bi_config(tiny_bert_dir, max_steps=1), data, tmp_path / "clf", val=data, progress=False)
     meta = json.loads((result.output / "darling.json").read_text())
     assert meta["kind"] == "bi-encoder" and meta["validation_metrics"]["n"] > 0
 
