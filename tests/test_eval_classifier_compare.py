@@ -26,10 +26,11 @@ def two_exports(tmp_path_factory, tiny_bert_dir):
     tmp = tmp_path_factory.mktemp("compare")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(32))
     exports = []
-    for name, steps, lr in (("a", 2, 1e-4), ("b", 6, 1e-3)):  # different training: different models
-        cfg = build_config("cpu-cross", overrides=dict(backbone=str(tiny_bert_dir), max_steps=steps, learning_rate=lr,
-                                                 warmup_steps=0, batch_size=8, max_tokens_per_response=32,
-                                                 freeze_layers=0))  # fmt: skip
+    # A cross-encoder beside a bi-encoder: --compare takes either kind on either side.
+    for name, preset, steps, lr in (("a", "cpu-cross", 2, 1e-4), ("b", "cpu", 6, 1e-3)):
+        cfg = build_config(preset, overrides=dict(backbone=str(tiny_bert_dir), max_steps=steps, learning_rate=lr,
+                                                  warmup_steps=0, batch_size=8, max_tokens_per_response=32,
+                                                  freeze_layers=0))  # fmt: skip
         exports.append(train_classifier(cfg, data, tmp / name, progress=False).output)
     return exports
 
@@ -50,6 +51,8 @@ def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
     assert metrics == alone  # comparing leaves the first classifier's metrics untouched
     keys = {"accuracy", "balanced_accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n"}
     assert keys <= compared.keys() and compared["n"] == 24 and compared["model"] == str(second)
+    kinds = [json.loads((d / "darling.json").read_text())["kind"] for d in two_exports]
+    assert kinds == ["cross-encoder", "bi-encoder"]
     assert compared == json.loads((out / "compare" / "metrics.json").read_text())
     threshold = json.loads((second / "darling.json").read_text())["threshold"]
     assert compared["threshold"] == pytest.approx(threshold)  # judged at its own threshold
