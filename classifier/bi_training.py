@@ -17,15 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from darling.classifier.biencoder import BiEncoder, fit_affine
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.datamodule import LengthBucketBatchSampler, RandomBatchSampler, ResumableDataLoader
+from darling.classifier.datamodule import BucketedDataModule
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
 from darling.classifier.module import _PairModule, freeze_lower_layers
@@ -58,7 +57,9 @@ class EncodedTextPairs(Dataset):
         return [max(len(a), len(b)) for a, b in zip(self.a, self.b, strict=True)]
 
 
-class TextPairDataModule(L.LightningDataModule):
+class TextPairDataModule(BucketedDataModule):
+    """The bi-encoder kind: both texts of each pair, as token ids or (``cache``) cached frozen-layer states."""
+
     def __init__(
         self,
         encoder: TextEncoder,
@@ -70,16 +71,9 @@ class TextPairDataModule(L.LightningDataModule):
         num_workers: int = 0,
         cache: tuple | None = None,
     ):
-        super().__init__()
+        super().__init__(train_pairs, val_pairs, batch_size, bucket_by_length, True, seed, num_workers)
         self.encoder = encoder
         self.cache = cache  # (backbone, frozen layers): batches of cached states instead of token ids
-        self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
-        self.batch_size = batch_size
-        self.bucket_by_length = bucket_by_length
-        self.seed = seed
-        self.num_workers = num_workers
-        self.train_set: EncodedTextPairs | None = None
-        self.val_set: EncodedTextPairs | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
@@ -91,31 +85,6 @@ class TextPairDataModule(L.LightningDataModule):
         batch = pad_states(sides) if self.cache is not None else self.encoder.pad(sides)
         batch["labels"] = torch.tensor([label for _, _, label in items], dtype=torch.long)
         return batch
-
-    def _loader(self, dataset: EncodedTextPairs, train: bool) -> DataLoader:
-        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
-        cls = LengthBucketBatchSampler if self.bucket_by_length or not train else RandomBatchSampler
-        sampler = cls(dataset.lengths, self.batch_size, shuffle=train, seed=self.seed, rank=rank,
-                      world_size=world if train else 1)  # fmt: skip
-        if not train:
-            return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
-        return ResumableDataLoader(
-            dataset,
-            batch_sampler=sampler,
-            collate_fn=self.collate,
-            num_workers=self.num_workers,
-            batches_done=lambda: self.trainer.fit_loop.epoch_loop.batch_progress.current.ready,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_set, train=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader(self.val_set, train=False)
-
-    def class_counts(self) -> tuple[int, int]:
-        labels = [p.similar for p in self.train_pairs]
-        return labels.count(0), labels.count(1)
 
 
 def cosent_loss(cos: torch.Tensor, labels: torch.Tensor, scale: float = COSENT_SCALE) -> torch.Tensor:

@@ -128,48 +128,31 @@ class ResumableDataLoader(DataLoader):
         self.batch_sampler.resume(state["epoch"], state["batches_done"])
 
 
-class PairDataModule(L.LightningDataModule):
-    def __init__(
-        self,
-        encoder: PairEncoder,
-        train_pairs: Sequence[LabelledPair],
-        val_pairs: Sequence[LabelledPair],
-        batch_size: int,
-        both_orders: bool = True,
-        bucket_by_length: bool = True,
-        pad_to_max_length: bool = False,
-        shuffle: bool = True,
-        seed: int = 0,
-        num_workers: int = 0,
-    ):
+class BucketedDataModule(L.LightningDataModule):
+    """Batches for either kind: length-bucketed (or random) training batches, sharded across ranks by the
+    sampler itself, resumable mid-epoch; validation in bucketed order on every rank. Subclasses build
+    ``train_set`` / ``val_set`` (each with ``lengths``) in ``setup`` and turn items into tensors in ``collate``."""
+
+    def __init__(self, train_pairs, val_pairs, batch_size: int, bucket_by_length: bool, shuffle: bool, seed: int,
+                 num_workers: int):  # fmt: skip
         super().__init__()
-        self.encoder = encoder
         self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
         self.batch_size = batch_size
-        self.both_orders = both_orders
         self.bucket_by_length = bucket_by_length
-        self.pad_to = encoder.max_length if pad_to_max_length else None
         self.shuffle = shuffle
         self.seed = seed
         self.num_workers = num_workers
-        self.train_set: EncodedPairs | None = None
-        self.val_set: EncodedPairs | None = None
+        self.train_set = None
+        self.val_set = None
 
-    def setup(self, stage: str | None = None) -> None:
-        if self.train_set is None:
-            self.train_set = EncodedPairs(self.encoder, self.train_pairs, self.both_orders)
-            self.val_set = EncodedPairs(self.encoder, self.val_pairs, both_orders=False)
-
-    def collate(self, items: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
-        batch = self.encoder.pad([ids for ids, _ in items], pad_to=self.pad_to)
-        batch["labels"] = torch.tensor([label for _, label in items], dtype=torch.long)
-        return batch
+    def collate(self, items: list) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
 
     def _rank_world(self) -> tuple[int, int]:
         trainer = self.trainer
         return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
 
-    def _loader(self, dataset: EncodedPairs, train: bool) -> DataLoader:
+    def _loader(self, dataset, train: bool) -> DataLoader:
         rank, world = self._rank_world()
         cls = LengthBucketBatchSampler if self.bucket_by_length or not train else RandomBatchSampler
         sampler = cls(
@@ -200,3 +183,35 @@ class PairDataModule(L.LightningDataModule):
     def class_counts(self) -> tuple[int, int]:
         labels = [p.similar for p in self.train_pairs]
         return labels.count(0), labels.count(1)
+
+
+class PairDataModule(BucketedDataModule):
+    """The cross-encoder kind: one encoded pair per example (both orders of each training pair by default)."""
+
+    def __init__(
+        self,
+        encoder: PairEncoder,
+        train_pairs: Sequence[LabelledPair],
+        val_pairs: Sequence[LabelledPair],
+        batch_size: int,
+        both_orders: bool = True,
+        bucket_by_length: bool = True,
+        pad_to_max_length: bool = False,
+        shuffle: bool = True,
+        seed: int = 0,
+        num_workers: int = 0,
+    ):
+        super().__init__(train_pairs, val_pairs, batch_size, bucket_by_length, shuffle, seed, num_workers)
+        self.encoder = encoder
+        self.both_orders = both_orders
+        self.pad_to = encoder.max_length if pad_to_max_length else None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is None:
+            self.train_set = EncodedPairs(self.encoder, self.train_pairs, self.both_orders)
+            self.val_set = EncodedPairs(self.encoder, self.val_pairs, both_orders=False)
+
+    def collate(self, items: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
+        batch = self.encoder.pad([ids for ids, _ in items], pad_to=self.pad_to)
+        batch["labels"] = torch.tensor([label for _, label in items], dtype=torch.long)
+        return batch
