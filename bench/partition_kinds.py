@@ -10,7 +10,7 @@ own decision on every pair. Both exports are trained 2 steps (speed only); each 
 before timing, from its own probabilities on the batch, so that the same fraction of pairs is equivalent
 (a discriminating classifier: the cross-encoder's pruning then saves what it would in practice).
 
-    python bench/partition_kinds.py --prompts 16 --n 8 16 --equivalent-fraction 0.3
+    python bench/partition_kinds.py --prompts 6 --n 8 16 --equivalent-fraction 0.3
 """
 
 from __future__ import annotations
@@ -75,17 +75,24 @@ class Counter:
         setattr(scorer, name, counted)
 
 
-def threshold_for(scorer, groups: list[list[str]], fraction: float) -> float:
-    """Untimed: the probability quantile at which ``fraction`` of the batch's pairs are called equivalent."""
-    pairs = [(t[i], t[j]) for t in groups for i in range(len(t)) for j in range(i + 1, len(t))]
-    probs = np.sort(scorer.prob_equivalent(pairs))
-    return float(probs[min(len(probs) - 1, int(len(probs) * (1 - fraction)))])
+def all_pairs(groups: list[list[str]]) -> list[tuple[int, int, int]]:
+    return [(g, i, j) for g, t in enumerate(groups) for i in range(len(t)) for j in range(i + 1, len(t))]
 
 
-def every_pair_partition(scorer, groups: list[list[str]]) -> list[list[int]]:
+def every_pair_probabilities(scorer, groups: list[list[str]]) -> np.ndarray:
+    """Untimed: the kind's probability for every pair of every group, scored once and used twice below."""
+    return scorer.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in all_pairs(groups)])
+
+
+def threshold_for(probs: np.ndarray, fraction: float) -> float:
+    """The probability quantile at which ``fraction`` of the batch's pairs are called equivalent."""
+    ordered = np.sort(probs)
+    return float(ordered[min(len(ordered) - 1, int(len(ordered) * (1 - fraction)))])
+
+
+def every_pair_partition(probs: np.ndarray, threshold: float, groups: list[list[str]]) -> list[list[int]]:
     """Union-find over the kind's own decision on every pair (no pruning, no matrix): the reference."""
-    pairs = [(g, i, j) for g, t in enumerate(groups) for i in range(len(t)) for j in range(i + 1, len(t))]
-    decided = dict(zip(pairs, scorer.is_equivalent([(groups[g][i], groups[g][j]) for g, i, j in pairs]), strict=True))
+    decided = dict(zip(all_pairs(groups), (probs >= threshold).tolist(), strict=True))
     return partition_groups([len(g) for g in groups], lambda batch: [decided[p] for p in batch], prune=False)[0]
 
 
@@ -106,10 +113,12 @@ def run(exports: dict[str, Path], groups_by_n: dict, fraction: float, urls: dict
         row = {"groups": len(groups)}
         for kind, export in exports.items():
             scorer = load_scorer(export, [urls[kind]] if urls else ())
-            scorer.threshold = threshold_for(scorer, groups, fraction)
+            probs = every_pair_probabilities(scorer, groups)
+            scorer.threshold = threshold_for(probs, fraction)
             result = measure(scorer, groups)
             classes = result.pop("classes")
-            result["partition_equals_every_pair_decision"] = classes == every_pair_partition(scorer, groups)
+            reference = every_pair_partition(probs, scorer.threshold, groups)
+            result["partition_equals_every_pair_decision"] = classes == reference
             result["mean_classes_per_group"] = sum(len(set(c)) for c in classes) / len(groups)
             row[kind] = result
         out[f"n={n}"] = row
