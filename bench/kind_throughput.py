@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path(tempfile.mkdtemp(prefix="darling-bench-")))
     args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
     rows = [{"prompt": p.prompt, "generation_0": p.generation_0, "generation_1": p.generation_1,
              "similar": p.similar} for p in load_pairs("noveltybench").pairs[: args.pairs]]  # fmt: skip
     data = args.work / "pairs.jsonl"
