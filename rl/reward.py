@@ -3,7 +3,8 @@
 - Diversity of response i in a group of n (Eq. 4): Div(i) = (n - |class(i)|) / (n - 1), the fraction of
   the other responses that are in a different class. It already lies in [0, 1]; Norm() (Eq. 5) maps it to
   [0, 1] and is the identity here (``norm="identity"``) unless ``norm="minmax"`` rescales within the group.
-- Correct-only (math): only correct responses are partitioned; incorrect ones get the floor diversity.
+- Correct-only (math): only correct responses are partitioned; incorrect ones get the floor diversity. A
+  response with no other included response to compare with (a lone correct answer) has diversity 1.
 - No silent floor: the reference code floored diversity at 0.1, which is not in the paper. ``floor`` is an
   explicit option, 0 by default.
 - Reward (Eq. 5): quality x Norm(Div) (``combine="multiply"``); ``"add"`` and ``"quality"`` for ablations.
@@ -21,10 +22,14 @@ NORMS = ("identity", "minmax")
 
 
 def diversity(classes: Sequence[int]) -> list[float]:
-    """Eq. 4 for one group: (n - |class(i)|) / (n - 1); a group of one has no one to differ from: 0."""
+    """Eq. 4 for one group: (n - |class(i)|) / (n - 1).
+
+    A group of one (a lone response, or the one correct answer under ``correct_only``) has no other response
+    to share a class with, so it is maximally distinct among them: 1. Scoring it 0 would give the only correct
+    answer of a hard problem what the wrong answers get, and its group no advantage at all."""
     n = len(classes)
-    if n <= 1:
-        return [0.0] * n
+    if n == 1:
+        return [1.0]
     sizes = Counter(classes)
     return [(n - sizes[c]) / (n - 1) for c in classes]
 
@@ -33,8 +38,10 @@ def normalise(values: Sequence[float], norm: str = "identity") -> list[float]:
     if norm == "identity":
         return [float(v) for v in values]
     if norm == "minmax":
+        # With no spread there is nothing to rescale: the values stay as Eq. 4 gave them (a group whose
+        # responses all differ keeps 1, not 0).
         lo, hi = min(values, default=0.0), max(values, default=0.0)
-        return [0.0 if hi == lo else (v - lo) / (hi - lo) for v in values]
+        return [float(v) if hi == lo else (v - lo) / (hi - lo) for v in values]
     raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
 
 

@@ -44,6 +44,46 @@ def test_correct_only_partitions_correct_responses_and_gives_the_rest_the_floor(
     assert floored.rewards[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])  # incorrect: quality 0 times the floor
 
 
+def test_correct_only_lone_correct_answer_is_maximally_distinct():
+    """One correct of 8: it has no other correct answer to share a class with, so diversity 1 and the whole
+    group's advantage goes to it (diversity 0 would give it the wrong answers' reward and the group nothing)."""
+    texts = [f"response {i}" for i in range(8)]
+    quality = [[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]
+    never_called = equivalence_of({})
+    result = darling_rewards([texts], quality, never_called, DarlingConfig(correct_only=True))
+    assert result.diversity[0] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert result.rewards[0] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert result.advantages[0][3] == pytest.approx(7 / 8) and result.advantages[0][0] == pytest.approx(-1 / 8)
+    assert result.stats.pairs_decided == 0  # nothing to compare
+
+
+@pytest.mark.parametrize(("equivalent", "expected"), [(True, 0.0), (False, 1.0)])
+def test_correct_only_two_correct_answers(equivalent, expected):
+    texts = ["x = 2 by factoring", "wrong", "x = 2 by the formula", "wrong too"]
+    same = equivalence_of({("x = 2 by factoring", "x = 2 by the formula"): equivalent})
+    result = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, DarlingConfig(correct_only=True))
+    assert result.diversity[0] == pytest.approx([expected, 0.0, expected, 0.0])
+    assert result.rewards[0] == pytest.approx([expected, 0.0, expected, 0.0])
+    assert result.distinct == [1 if equivalent else 2]
+
+
+def test_a_group_of_one_has_diversity_one_under_every_norm():
+    assert diversity([0]) == [1.0]
+    for norm in ("identity", "minmax"):
+        result = darling_rewards([["only"]], [[0.5]], equivalence_of({}), DarlingConfig(norm=norm))
+        assert result.diversity == [[1.0]] and result.rewards == [[0.5]]
+
+
+def test_minmax_keeps_a_group_with_no_spread_as_it_is():
+    all_different = darling_rewards(
+        [["a", "b", "c"]], [[1.0, 1.0, 1.0]], equivalence_of({}), DarlingConfig(norm="minmax")
+    )
+    assert all_different.diversity == [[1.0, 1.0, 1.0]]
+    same = equivalence_of({("a", "b"): True, ("a", "c"): True, ("b", "c"): True})
+    all_same = darling_rewards([["a", "b", "c"]], [[1.0, 1.0, 1.0]], same, DarlingConfig(norm="minmax"))
+    assert all_same.diversity == [[0.0, 0.0, 0.0]]
+
+
 def test_ablations_additive_and_quality_only():
     texts, quality = ["x", "x", "y"], [[1.0, 0.0, 1.0]]
     same = equivalence_of({("x", "x"): True})
