@@ -111,10 +111,7 @@ class BiEncoderModule(_PairModule):
         return name in ("model.scale", "model.bias")
 
     def _weighted_bce(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        # Mean of per-example weighted losses (not divided by the batch's weight sum): an example's weight
-        # then means the same whatever else shares its micro-batch, batch size 1 included.
-        weight = self.class_weights[labels] if self.config.class_weighted else None
-        return F.binary_cross_entropy_with_logits(logits, labels.float(), weight=weight)
+        return self.weighted_mean(F.binary_cross_entropy_with_logits(logits, labels.float(), reduction="none"), labels)
 
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         if "hidden" in batch:  # cached frozen layers

@@ -83,6 +83,15 @@ class _PairModule(L.LightningModule):
     def is_head(self, name: str) -> bool:
         return is_head_param(name)
 
+    def weighted_mean(self, losses: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Mean of per-example losses times their class weight. Not divided by the batch's weight sum (what
+        ``cross_entropy(weight=...)`` does): then an example's weight means the same whatever else shares its
+        micro batch, so at batch size 1 the weights still act, and accumulated micro batches of equal size give
+        the loss of one large batch (``tests/test_training.py``)."""
+        if self.config.class_weighted:
+            losses = losses * self.class_weights[labels]
+        return losses.mean()
+
     def on_validation_epoch_end(self) -> None:
         from sklearn.metrics import roc_auc_score
 
@@ -138,8 +147,8 @@ class PairClassifierModule(_PairModule):
 
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self(batch["input_ids"], batch["attention_mask"]).float()
-        weight = self.class_weights if self.config.class_weighted else None
-        return F.cross_entropy(logits, batch["labels"], weight=weight), logits
+        losses = F.cross_entropy(logits, batch["labels"], reduction="none")
+        return self.weighted_mean(losses, batch["labels"]), logits
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss, _ = self._loss(batch)

@@ -12,24 +12,25 @@ from darling.classifier.backbones import load_tokenizer
 from darling.classifier.config import build_config
 from darling.classifier.datamodule import PairDataModule
 from darling.classifier.encoding import PairEncoder
-from darling.classifier.module import PairClassifierModule, warmup_cosine
+from darling.classifier.module import PairClassifierModule, class_weights, warmup_cosine
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.train import train_classifier
 from darling.errors import UserInputError
 from darling.schemas import LabelledPair
 
 
-def _grads_after_one_step(backbone, batch_size, accumulate):
+def _grads_after_one_step(backbone, batch_size, accumulate, labels=(0, 1, 0, 1), weighted=False):
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(0)
     cfg = BertConfig.from_pretrained(backbone, num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertForSequenceClassification(cfg)
-    pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here", i % 2) for i in range(4)]
+    pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here", y) for i, y in enumerate(labels)]
     enc = PairEncoder(load_tokenizer(str(backbone)), 16)
     dm = PairDataModule(enc, pairs, pairs[:2], batch_size, both_orders=False, bucket_by_length=False, shuffle=False)
-    config = build_config("cpu-cross", overrides={"class_weighted": False, "warmup_steps": 0, "freeze_layers": 0})
-    module = PairClassifierModule(model, config)
+    config = build_config("cpu-cross", overrides={"class_weighted": weighted, "warmup_steps": 0, "freeze_layers": 0})
+    weights = class_weights(labels.count(0), labels.count(1)) if weighted else None
+    module = PairClassifierModule(model, config, weights)
     grads = {}
 
     class Grab(L.Callback):
@@ -57,6 +58,21 @@ def test_gradient_accumulation_equals_one_large_batch(tiny_bert_dir):
     assert accumulated.keys() == large.keys() and len(large) > 10
     for name in large:
         torch.testing.assert_close(accumulated[name], large[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize(("batch_size", "accumulate"), [(1, 4), (2, 2)])
+def test_class_weighted_step_does_not_depend_on_micro_batching(tiny_bert_dir, batch_size, accumulate):
+    """Three "different" pairs and one "equivalent" (weights 2/3 and 2): the weighted loss of an optimiser step
+    is the same split into micro batches (the paper preset: 1 x 64 accumulation) as in one batch. Cross-entropy's
+    own weighted mean divides by each micro batch's weight sum, so at batch size 1 every weight cancels."""
+    labels = (0, 0, 0, 1)
+    split = _grads_after_one_step(tiny_bert_dir, batch_size, accumulate, labels, weighted=True)
+    large = _grads_after_one_step(tiny_bert_dir, 4, 1, labels, weighted=True)
+    unweighted = _grads_after_one_step(tiny_bert_dir, 4, 1, labels, weighted=False)
+    name = "model.classifier.weight"
+    assert not torch.allclose(large[name], unweighted[name], rtol=1e-2)  # the weights do something
+    for name in large:
+        torch.testing.assert_close(split[name], large[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
 def test_schedule_warms_up_then_decays_to_floor():
