@@ -35,12 +35,16 @@ def choose_threshold(labels: np.ndarray, probs: np.ndarray, objective: str = "ba
     """The threshold maximising ``objective`` on validation; ties go to the one nearest 0.5.
 
     Candidates are midpoints between consecutive distinct probabilities, so the chosen threshold sits
-    between examples rather than on one (stable under tiny numeric differences, e.g. served vs local).
+    between examples rather than on one (stable under tiny numeric differences, e.g. served vs local), and
+    one below all of them and one above all of them: "everything equivalent" and "nothing equivalent" are
+    decisions too, and on a skewed validation split one of them can be the most accurate.
     """
     labels, probs = np.asarray(labels), np.asarray(probs, dtype=float)
     score = _OBJECTIVES[objective]
     values = np.unique(probs)
-    candidates = np.concatenate([[0.5], (values[:-1] + values[1:]) / 2]) if len(values) > 1 else np.array([0.5])
+    below = values[0] / 2 if len(values) else 0.0  # every probability >= it: all positive
+    above = (values[-1] + 1) / 2 if len(values) and values[-1] < 1 else np.nextafter(1.0, 2.0)  # none >= it
+    candidates = np.concatenate([[0.5, below, above], (values[:-1] + values[1:]) / 2])
     best, best_key = 0.5, None
     for t in candidates:
         key = (score(labels, (probs >= t).astype(int)), -abs(t - 0.5))

@@ -22,6 +22,16 @@ def test_chosen_threshold_is_optimal_against_brute_force(objective, fn):
     assert fn(labels, (probs >= t).astype(int)) >= best - 1e-12
 
 
+@pytest.mark.parametrize("labels", [[1, 1, 1, 0], [0, 0, 0, 1]])
+def test_threshold_search_considers_all_positive_and_all_negative(labels):
+    """Mostly one label and a ranking that points the wrong way: calling every pair the majority label is the
+    most accurate decision, so the search must be able to put the threshold outside the probabilities."""
+    probs = [0.1, 0.2, 0.3, 0.4] if labels[0] == 1 else [1.0, 0.8, 0.7, 0.6]
+    t = choose_threshold(labels, probs, "accuracy")
+    preds = (np.asarray(probs) >= t).astype(int)
+    assert preds.tolist() == [labels[0]] * 4 and (preds == labels).mean() == 0.75
+
+
 def test_metrics_match_sklearn():
     labels = np.array([0, 0, 1, 1, 1, 0])
     probs = np.array([0.1, 0.6, 0.7, 0.4, 0.9, 0.2])
