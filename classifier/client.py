@@ -2,8 +2,10 @@
 cross-encoder, ``/v1/embeddings`` for a bi-encoder.
 
 Large batches, spread over one or more replicas concurrently; per-request timeouts; bounded retries with
-exponential backoff on timeouts, refused connections and 5xx. When a decision cannot be obtained the
-call raises ``ClassifierServerError`` — a missing decision is never turned into a probability.
+exponential backoff on timeouts, refused connections and 5xx. A chunk whose replica gives no answer after
+its retries goes to the other replicas (those not yet seen failing first) before the call gives up. When a
+decision cannot be obtained from any replica the call raises ``ClassifierServerError`` — a missing decision
+is never turned into a probability.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
 class ClassifierServerError(RuntimeError):
     """The classifier server could not give a decision after all retries."""
+
+
+class ReplicaUnavailable(ClassifierServerError):
+    """One replica gave no answer after its retries (timeouts, refused connections, 5xx): another may."""
 
 
 class PoolingClient:
@@ -60,6 +66,7 @@ class PoolingClient:
         self._transport = transport
         self._http = httpx.Client(timeout=timeout, transport=transport)
         self.requests_sent = 0
+        self.down: set[str] = set()  # replicas whose last chunk failed after all retries
 
     def settings(self) -> dict:
         """Constructor arguments, to build a client of the other kind for the same replicas."""
@@ -82,6 +89,18 @@ class PoolingClient:
             self.model = data["data"][0]["id"]
         return self.model
 
+    def _resolve_model(self) -> None:
+        """The served model's name from the first replica that answers."""
+        errors = []
+        for url in self.base_urls:
+            try:
+                self._model_name(url)
+                return
+            except ReplicaUnavailable as exc:
+                self.down.add(url)
+                errors.append(str(exc))
+        raise ClassifierServerError(f"no replica answered ({len(self.base_urls)} tried): " + "; ".join(errors))
+
     def _request_with_retries(self, base_url: str, method: str, path: str, payload: dict | None) -> dict:
         url = base_url + path
         last_error = ""
@@ -100,10 +119,27 @@ class PoolingClient:
             if response.status_code >= 400:
                 raise ClassifierServerError(f"{url}: HTTP {response.status_code}: {response.text[:500]}")
             return response.json()
-        raise ClassifierServerError(f"{url}: no answer after {self.max_retries + 1} attempts ({last_error})")
+        raise ReplicaUnavailable(f"{url}: no answer after {self.max_retries + 1} attempts ({last_error})")
 
     def _rows(self, item: dict) -> list[float]:
         raise NotImplementedError
+
+    def _chunk_with_failover(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
+        """The chunk from its assigned replica, else from the others, healthy-looking ones first. A 4xx answer
+        is the request's fault, not the replica's, so it is not sent elsewhere."""
+        others = [u for u in self.base_urls if u != base_url]
+        order = sorted([base_url, *others], key=lambda u: u in self.down)  # stable: the assigned one leads
+        errors = []
+        for url in order:
+            try:
+                result = self._chunk(url, chunk)
+            except ReplicaUnavailable as exc:
+                self.down.add(url)
+                errors.append(str(exc))
+                continue
+            self.down.discard(url)
+            return result
+        raise ClassifierServerError(f"no replica answered ({len(order)} tried): " + "; ".join(errors))
 
     def _chunk(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
         payload = {"model": self._model_name(base_url), "input": chunk}
@@ -121,10 +157,11 @@ class PoolingClient:
             list(map(list, input_ids[i : i + self.batch_size])) for i in range(0, len(input_ids), self.batch_size)
         ]
         if self.model is None:
-            self._model_name(self.base_urls[0])
-        jobs = list(zip(cycle(self.base_urls), chunks, strict=False))
+            self._resolve_model()
+        healthy = [u for u in self.base_urls if u not in self.down] or self.base_urls
+        jobs = list(zip(cycle(healthy), chunks, strict=False))
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(jobs))) as pool:
-            results = list(pool.map(lambda job: self._chunk(*job), jobs))
+            results = list(pool.map(lambda job: self._chunk_with_failover(*job), jobs))
         return np.concatenate(results)
 
 

@@ -104,3 +104,42 @@ def test_order_is_kept_across_batches_and_replicas(fault_server):
     probs = _client([fault_server.url, fault_server.url], batch_size=4).classify_ids(ids)
     np.testing.assert_allclose(probs[:, 1], [n / 100 for n in range(1, 40)])
     assert fault_server.calls == 10
+
+
+def test_a_failed_chunk_goes_to_another_healthy_replica():
+    broken, healthy = FaultServer("500", 10**6), FaultServer("500", 0)
+    try:
+        client = _client([broken.url, healthy.url], batch_size=4, max_retries=1, max_concurrency=1)
+        ids = [[0] * n for n in range(1, 17)]  # 4 chunks: two are assigned to the broken replica
+        probs = client.classify_ids(ids)
+        np.testing.assert_allclose(probs[:, 1], [n / 100 for n in range(1, 17)])
+        # The broken replica is tried once (2 attempts), then known down: later chunks go straight elsewhere.
+        assert broken.calls == 2 and healthy.calls == 4
+        assert client.down == {broken.url}
+        client.classify_ids(ids[:8])
+        assert broken.calls == 2 and healthy.calls == 6
+    finally:
+        broken.close()
+        healthy.close()
+
+
+def test_no_replica_answering_is_an_error_naming_each():
+    first, second = FaultServer("500", 10**6), FaultServer("500", 10**6)
+    try:
+        with pytest.raises(ClassifierServerError, match=r"no replica answered \(2 tried\).*HTTP 500.*HTTP 500"):
+            _client([first.url, second.url], max_retries=1).classify_ids([[1, 2]])
+        assert first.calls == 2 and second.calls == 2
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize("fault_server", [("400", 1)], indirect=True)
+def test_a_rejected_request_is_not_sent_to_other_replicas(fault_server):
+    other = FaultServer("500", 0)
+    try:
+        with pytest.raises(ClassifierServerError, match="HTTP 400"):
+            _client([fault_server.url, other.url], max_retries=3).classify_ids([[1]])
+        assert other.calls == 0
+    finally:
+        other.close()
