@@ -62,3 +62,32 @@ def smollm2_dir() -> Path:
 def resolve_model(name: str) -> str:
     """Model alias -> something ``from_pretrained`` / ``vllm serve`` can load; other names pass through."""
     return str(smollm2_dir()) if name.lower() == SMOLLM2 else name
+
+
+def check_model_source(name: str, what: str) -> str:
+    """``name`` resolved (see ``resolve_model``), or a one-line error when nothing can load it: a path that does
+    not exist or holds no ``config.json``, or a hub name that is neither in the local Hugging Face cache nor
+    (when online) on the hub. Cheap: only a config is read, never weights."""
+    if name.lower() == SMOLLM2:
+        return resolve_model(name)
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise UserInputError(f"{what} {name}: not a model folder (no config.json)")
+        return str(path)
+    looks_like_hub_id = name.count("/") == 1 and not name.startswith((".", "/", "~"))
+    if not looks_like_hub_id:
+        raise UserInputError(f"{what} {name}: no such model folder")
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return name
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        raise UserInputError(f"{what} {name}: no such folder, and not in the local Hugging Face cache (offline)")
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        raise UserInputError(f"{what} {name}: no such folder, and the hub has no such model ({exc})") from None
+    return name

@@ -41,10 +41,18 @@ def rl_train_cmd(
             "instead of math-verify correctness."
         ),
     ] = None,
+    combine: Annotated[
+        str | None, typer.Option(help="How quality and diversity make the reward: multiply (paper, Eq. 5) or add.")
+    ] = None,
+    norm: Annotated[
+        str | None, typer.Option(help="Norm() of Eq. 5: identity (default) or minmax (rescaled within each group).")
+    ] = None,
     correct_only: Annotated[bool, typer.Option(help="Partition only correct responses (math variant).")] = False,
     floor: Annotated[float, typer.Option(help="Lower bound on diversity (the reference's hidden 0.1); 0 = off.")] = 0.0,
     loss_type: Annotated[str | None, typer.Option(help="TRL loss: dr_grpo (default), grpo, dapo, bnpo.")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in OUTPUT.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the last checkpoint in OUTPUT (same settings; --max-steps may grow).")
+    ] = False,
     threads: Annotated[int | None, typer.Option(help="torch CPU threads (cpu preset: 1).")] = None,
 ) -> None:
     """GRPO / DARLING training on TRL with the DARLING reward (quality x normalised diversity).
@@ -69,6 +77,7 @@ def rl_train_cmd(
         diversity=diversity == "on", policy=policy, problems=problems, limit=limit, max_steps=max_steps,
         num_generations=num_generations, max_completion_length=max_completion_length, learning_rate=lr,
         correct_only=correct_only or None, floor=floor or None, loss_type=loss_type, threads=threads,
+        combine=combine, norm=norm,
     )  # fmt: skip
     from darling.classifier import ClassifierServerError
 

@@ -22,6 +22,8 @@ from darling.pipeline.resources import ACCELERATE_ZERO3, COMPACT_JUDGE_PROMPT, N
 STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty")
 COMMANDS_FILE = "commands.sh"
 INPUTS = "inputs"
+# rl-train refuses --resume without a checkpoint (and a fresh run over one): resume only what an interrupted run left.
+RL_RESUME = '$( ls -d "$RUN"/rl/checkpoint-* >/dev/null 2>&1 && echo --resume )'
 EVAL_MODELS = ("base", "darling-rl")  # eval-math/<name>/ and eval-novelty/<name>/
 # eval-math names the model this in both folders: per-request seeds derive from the name, so both models draw
 # the same seeds and the before/after comparison is paired (identical weights give identical samples).
@@ -195,12 +197,12 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
             "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 "
             + _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", rel(files["accelerate"]), "-m",
                    "darling", "rl-train", *rl_flags, "--classifier-url", "http://127.0.0.1:8000",
-                   "--classifier-url", "http://127.0.0.1:8001", "--resume"),
+                   "--classifier-url", "http://127.0.0.1:8001") + " " + RL_RESUME,
             'kill "$SERVER"; trap - EXIT  # free GPUs 6-7 for the evaluations',
         ]  # fmt: skip
     else:
         s = StageCommands("rl", "CPU, 1-2 minutes: SmolLM2-135M policy, built-in arithmetic problems, TRL GRPOTrainer")
-        s.lines.append(_cmd("darling", "rl-train", *rl_flags, "--resume"))
+        s.lines.append(_cmd("darling", "rl-train", *rl_flags) + " " + RL_RESUME)
     s.lines.insert(0, f"# rl-train options without a flag, set by the pipeline: {json.dumps(extra, sort_keys=True)}")
     stages.append(s)
 

@@ -214,7 +214,7 @@ def rl(ctx: Context) -> dict[str, Any]:
     }
     config = build_config(c.rl_preset, output=out, classifier=ctx.run / "classifier", **options)
     resumed = any(out.glob("checkpoint-*"))
-    trainer = rl_train(config, resume=True)
+    trainer = rl_train(config, resume=None)  # continue a checkpoint an interrupted run left, if any
     history = trainer.state.log_history
     del trainer
     gc.collect()

@@ -8,11 +8,18 @@ The paper's choices are the defaults: rewards centred per group without std scal
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from darling.errors import UserInputError
+from darling.rl.reward import NORMS, DarlingConfig
+
+SETTINGS_FILE = "darling-rl.json"
+# What a resumed run may change: where it writes, how far it goes, where the classifier is served, CPU threads.
+# Anything else (policy, data, reward, sampling, optimiser) would silently continue a different experiment.
+RESUME_MAY_CHANGE = frozenset({"output", "max_steps", "classifier_urls", "threads", "save_steps"})
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 PRESETS: dict[str, dict[str, Any]] = {
@@ -40,7 +47,8 @@ class RLTrainConfig:
     limit: int | None = 32
     user_template: str = CPU_TEMPLATE
     diversity: bool = True  # False: the GRPO baseline (quality only)
-    combine: str = "multiply"  # multiply (paper) | add
+    combine: str = "multiply"  # multiply (paper, Eq. 5) | add (ablation); quality-only is diversity=False
+    norm: str = "identity"  # Norm() of Eq. 5: identity (Eq. 4 is already in [0, 1]) | minmax within the group
     correct_only: bool = False
     floor: float = 0.0
     num_generations: int = 4
@@ -64,6 +72,14 @@ class RLTrainConfig:
     def check(self) -> None:
         if self.diversity and self.classifier is None:
             raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --diversity off")
+        if self.combine not in ("multiply", "add"):
+            raise UserInputError(
+                f"combine must be multiply or add, got {self.combine!r} (quality only: --diversity off)"
+            )
+        if self.norm not in NORMS:
+            raise UserInputError(f"norm must be one of {', '.join(NORMS)}, got {self.norm!r}")
+        if not 0.0 <= self.floor <= 1.0:
+            raise UserInputError(f"floor must be in [0, 1], got {self.floor}")
         per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
         if per_process % self.num_generations:
             # TRL scores each process's slice of the generation batch; a group split across two slices would be
@@ -72,6 +88,11 @@ class RLTrainConfig:
                 f"per-device batch x steps per generation = {per_process} must be a multiple of "
                 f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
             )
+
+    def darling(self) -> DarlingConfig:
+        """The reward's settings (Eq. 4-5); the GRPO baseline combines nothing: quality only."""
+        return DarlingConfig(combine=self.combine if self.diversity else "quality", norm=self.norm,
+                             correct_only=self.correct_only, floor=self.floor)  # fmt: skip
 
 
 def build_config(preset: str, **overrides: Any) -> RLTrainConfig:
@@ -113,17 +134,14 @@ def build_trainer(config: RLTrainConfig):
     from trl import GRPOConfig, GRPOTrainer
 
     from darling.local_models import resolve_model
-    from darling.rl.reward import DarlingConfig
     from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality, answer_quality
 
     config.check()
     if config.threads:
         torch.set_num_threads(config.threads)
     dataset = build_dataset(config)
-    darling = DarlingConfig(combine=config.combine if config.diversity else "quality",
-                            correct_only=config.correct_only, floor=config.floor)  # fmt: skip
     quality = RewardModelQuality(str(config.reward_model)) if config.reward_model else answer_quality
-    reward = DarlingRewardFunction(config.num_generations, build_scorer(config), darling, quality)
+    reward = DarlingRewardFunction(config.num_generations, build_scorer(config), config.darling(), quality)
     args = GRPOConfig(
         output_dir=str(config.output),
         per_device_train_batch_size=config.per_device_train_batch_size,
@@ -152,12 +170,59 @@ def build_trainer(config: RLTrainConfig):
     return trainer
 
 
-def rl_train(config: RLTrainConfig, resume: bool = False, trainer=None):
+def checkpoints(output: Path) -> list[Path]:
+    return sorted(Path(output).glob("checkpoint-*"))
+
+
+def _settings(config: RLTrainConfig) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(config), default=str))
+
+
+def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
+    """Check OUTPUT against ``resume`` and record the settings; True when training continues a checkpoint.
+
+    ``resume=True`` (``--resume``) needs a checkpoint; ``False`` refuses an OUTPUT that already holds some
+    (a fresh run would mix its checkpoints with another's); ``None`` resumes when there is one (the pipeline).
+    A resumed run must keep the settings it started with, except ``RESUME_MAY_CHANGE``."""
+    output = Path(config.output)
+    found = checkpoints(output)
+    if resume and not found:
+        raise UserInputError(f"{output}: --resume given, but there is no checkpoint-* to resume from")
+    if resume is False and found:
+        raise UserInputError(
+            f"{output}: already holds {found[-1].name}; pass --resume to continue, or another --output"
+        )
+    saved_file, now = output / SETTINGS_FILE, _settings(config)
+    if found and saved_file.exists():
+        saved = json.loads(saved_file.read_text())
+        for key in sorted(set(now) - RESUME_MAY_CHANGE):
+            if key in saved and saved[key] != now[key]:
+                raise UserInputError(
+                    f"{saved_file}: this run started with {key}={saved[key]!r}, now {key}={now[key]!r}; a resumed "
+                    f"run keeps its settings (only {', '.join(sorted(RESUME_MAY_CHANGE))} may change)"
+                )
+    output.mkdir(parents=True, exist_ok=True)
+    tmp = saved_file.with_name(f".{SETTINGS_FILE}.{os.getpid()}.tmp")  # every rank of a launch writes it
+    tmp.write_text(json.dumps(now, indent=2))
+    tmp.replace(saved_file)
+    return bool(found)
+
+
+def check_policy(name: str) -> None:
+    """A policy that cannot be loaded is bad input, found before anything is written or loaded: a local folder
+    must hold a model, and a hub name must be in the local cache (or, online, on the hub)."""
+    from darling.local_models import check_model_source
+
+    check_model_source(name, "--policy")
+
+
+def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics)."""
+    config.check()
+    if trainer is None:
+        check_policy(config.policy)
+    resuming = start_or_resume(config, resume)
     trainer = trainer or build_trainer(config)
-    checkpoints = sorted(Path(config.output).glob("checkpoint-*"))
-    trainer.train(resume_from_checkpoint=bool(resume and checkpoints))
+    trainer.train(resume_from_checkpoint=resuming)
     trainer.save_model(str(Path(config.output) / "final"))
-    settings = json.dumps(asdict(config), default=str, indent=2)
-    (Path(config.output) / "darling-rl.json").write_text(settings)
     return trainer

@@ -6,9 +6,10 @@ advantages TRL uses are r - mean(r) per group (no std), and the policy's weights
 
 import pytest
 import torch
-from helpers import write_jsonl
+from helpers import assert_one_line_error, darling, write_jsonl
 
 from darling.errors import UserInputError
+from darling.rl.reward import DarlingConfig
 from darling.rl.train import build_config, build_trainer, rl_train
 
 pytestmark = pytest.mark.slow
@@ -60,6 +61,85 @@ def test_two_darling_steps_on_smollm2(tmp_path, any_export, smollm2_dir):
     assert changed > 0, [(b.classes, b.quality, b.rewards) for b, _ in captured]
     assert (tmp_path / "rl" / "final" / "model.safetensors").exists()
     assert sorted(p.name for p in (tmp_path / "rl").glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+
+    # The run's checkpoints are now there: a fresh run over them, or a resumed run with other settings, is refused.
+    with pytest.raises(UserInputError, match="already holds checkpoint-2; pass --resume"):
+        rl_train(config, resume=False)
+    changed_lr = build_config("cpu", **{**config.__dict__, "learning_rate": 3e-5})
+    with pytest.raises(UserInputError, match="started with learning_rate=1e-05, now learning_rate=3e-05"):
+        rl_train(changed_lr, resume=True)
+
+
+def test_reward_ablation_options_reach_the_reward(tmp_path):
+    config = build_config("cpu", output=tmp_path, classifier=tmp_path, combine="add", norm="minmax", floor=0.1,
+                          correct_only=True)  # fmt: skip
+    assert config.darling() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
+    assert build_config("cpu", output=tmp_path, diversity=False, norm="minmax").darling().combine == "quality"
+    bad = darling(
+        "rl-train", "--preset", "cpu", "--diversity", "off", "--norm", "zscore", "--output", str(tmp_path / "x")
+    )
+    assert_one_line_error(bad, "norm must be one of identity, minmax")
+    assert not (tmp_path / "x").exists()
+
+
+def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
+    """Both refused with one line before any model loads and before anything is written."""
+    resumed = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--resume", "--output", str(tmp_path / "a"))
+    assert_one_line_error(resumed, "--resume given, but there is no checkpoint")
+    missing = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--policy", str(tmp_path / "no" / "model"),
+                      "--output", str(tmp_path / "b"))  # fmt: skip
+    assert_one_line_error(missing, "--policy", "no such model folder")
+    not_a_model = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--policy", str(tmp_path),
+                          "--output", str(tmp_path / "c"))  # fmt: skip
+    assert_one_line_error(not_a_model, "not a model folder (no config.json)")
+    assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_rewards_and_advantages_when_the_classifier_joins_responses(tmp_path, minilm_bi_export, smollm2_dir):
+    """A real classifier that joins some responses, so diversity is not 1 everywhere: the bi-encoder export at a
+    threshold that joins exactly the responses whose texts are identical (identical token ids -> cosine 1).
+    The rewards and the advantages TRL used are checked against quality x diversity computed by hand from the
+    completions (classes = identical texts, Eq. 4), not from darling's own partition."""
+    import json
+    import math
+
+    meta = json.loads((minilm_bi_export / "darling.json").read_text())
+    at_cos = lambda c: 1 / (1 + math.exp(-(meta["scale"] * c + meta["bias"])))  # noqa: E731
+    problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
+    config = build_config("cpu", output=tmp_path / "rl", classifier=minilm_bi_export, problems=str(problems),
+                          max_steps=2, max_completion_length=8, temperature=0.5, learning_rate=1e-5,
+                          classifier_threshold=at_cos(1 - 1e-6))  # fmt: skip
+    assert at_cos(1 - 1e-6) < at_cos(1.0)  # the export's a > 0: identical texts are above the threshold
+    trainer = build_trainer(config)
+    seen = []
+
+    def quality(prompts, completions, columns):  # any callable may be the quality (README); this one is known
+        seen.append(list(completions))
+        return [1.0 if any(ch.isdigit() for ch in text) else 0.5 for text in completions]
+
+    trainer.darling_reward.quality = quality
+    captured = []
+    generate = trainer._generate_and_score_completions
+
+    def spy(inputs):
+        output = generate(inputs)
+        captured.append(output["advantages"].detach().clone().tolist())
+        return output
+
+    trainer._generate_and_score_completions = spy
+    rl_train(config, trainer=trainer)
+
+    joined = 0
+    for texts, advantages in zip(seen, captured, strict=True):
+        for k in range(0, len(texts), 4):
+            group = texts[k : k + 4]
+            div = [(4 - group.count(t)) / 3 for t in group]  # Eq. 4 with classes = identical texts
+            rewards = [(1.0 if any(ch.isdigit() for ch in t) else 0.5) * d for t, d in zip(group, div, strict=True)]
+            mean = sum(rewards) / 4
+            assert advantages[k : k + 4] == pytest.approx([r - mean for r in rewards], abs=1e-6), group
+            joined += len(set(group)) < 4
+    assert joined > 0, seen  # some group really had responses joined, so diversity mattered
+    assert any(a != 0 for adv in captured for a in adv)
 
 
 def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
