@@ -1,5 +1,6 @@
 """Shards, pairing and judge verdict logic on real Parquet files and real math-verify (no models)."""
 
+import gc
 import json
 import os
 import subprocess
@@ -45,8 +46,10 @@ def test_shards_last_write_wins_and_no_duplicates(tmp_path):
 
 
 def test_shards_clean_leftover_temp_files_and_refuse_changed_settings(tmp_path):
-    (tmp_path / ".part-000003.parquet.abc.tmp").write_bytes(b"half a shard")
+    (tmp_path / ".part-abc.tmp").write_bytes(b"half a shard")
     store = ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    assert store.read().height == 0 and list(tmp_path.glob("*.tmp"))  # invisible; only a writer may remove it
+    store.append([rollout("p1", "m", 0, "a", "1")])
     assert not list(tmp_path.glob("*.tmp"))
     store.check_settings({"temperature": 1.0, "seed": 0})
     store.check_settings({"temperature": 1.0, "seed": 0})  # same settings: fine
@@ -74,7 +77,51 @@ for k in range(10_000):
     store = ShardStore(tmp_path / "out", ROLLOUT_COLUMNS, ROLLOUT_KEY)
     frame = store.read()  # every visible shard reads completely
     assert frame.height == 500 * len(store.shards()) and frame.height >= 1500
+    store.append([rollout("p1", "m", 0, "a", "1")])  # the rerun: the kernel freed the killed writer's lock
     assert not [p for p in os.listdir(tmp_path / "out") if p.endswith(".tmp")]
+
+
+def test_a_second_process_writing_the_same_shard_folder_is_refused(tmp_path):
+    """Two writers would both number their next part alike and one would replace the other's: the second is
+    refused with one line naming the folder and the writer's pid, and nothing of the first's is lost."""
+    script = f"""
+from darling.datagen.shards import ShardStore
+from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+store = ShardStore({str(tmp_path)!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+store.append([dict(rollout_id="1", problem_id="p", model="m", sample_index=0, response="x", status="ok")])
+print("written", flush=True)
+input()
+"""
+    writer = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "written"
+        store = ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+        assert store.read().height == 1  # reading while another process writes is fine
+        with pytest.raises(UserInputError, match=rf"{tmp_path}: another process \(pid {writer.pid}\) is writing"):
+            store.append([rollout("p2", "m", 0, "a", "1")])
+    finally:
+        writer.communicate("\n", timeout=30)
+    store.append([rollout("p2", "m", 0, "a", "1")])  # its lock ended with it
+    assert store.read().height == 2 and len(store.shards()) == 2
+
+
+def test_threads_racing_for_a_part_number_never_overwrite_each_other(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k, s=store: s.append([rollout(f"p{k}", "m", 0, "a", "1")]), range(64)))
+    assert store.read().height == 64 and len(store.shards()) == 64
+    del store  # the last store writing the folder is gone: its lock with it, so another process may write
+    gc.collect()
+    script = f"""
+from darling.datagen.shards import ShardStore
+from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+ShardStore({str(tmp_path)!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY).append(
+    [dict(rollout_id="x", problem_id="q", model="m", sample_index=0, response="x", status="ok")])
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert len(ShardStore(tmp_path, ROLLOUT_COLUMNS, ROLLOUT_KEY).shards()) == 65
 
 
 # --- pairs --------------------------------------------------------------------------------------------------
