@@ -1,29 +1,46 @@
 """The DARLING reward for verl users: a batch ``compute_score`` and a group-aware reward manager.
 
-verl computes rewards for a whole generation batch whose rows are each prompt's ``n`` responses, one
-after another (``actor_rollout_ref.rollout.n``). Two ways in, both loadable from config lines alone
-(README "verl"):
+verl computes rewards for a whole generation batch holding each prompt's ``n`` responses
+(``actor_rollout_ref.rollout.n``), but not in prompt order: with ``trainer.balance_batch=True`` (the default)
+``RayPPOTrainer._balance_batch`` reorders the rows into sequence-length-balanced partitions
+(``get_seqlen_balanced_partitions`` + ``DataProto.reorder``) before the reward hook runs. So rows are grouped
+by key wherever they sit, and each result goes back to its own row. Two ways in, both loadable from config
+lines alone (README "verl"):
 
 * ``compute_score`` for verl's ``batch`` reward manager (``reward_model.reward_manager=batch`` with
-  ``custom_reward_function.path=<this file>``): verl passes lists of responses, ground truths and
-  ``extra_info`` dicts; a group is a contiguous run of rows with the same ``extra_info[group_key]``
-  (``index`` by default, which verl's data preprocessing scripts write per prompt).
+  ``custom_reward_function.path=<this file>``): verl passes lists of data sources, responses, ground truths and
+  ``extra_info`` dicts; a group is the rows sharing ``(data_source, extra_info[group_key])`` (``index`` by
+  default, which verl's data preprocessing scripts write per prompt).
 * ``DarlingRewardManager``: the legacy ``AbstractRewardManager`` interface (``__call__(data,
-  return_dict)``), grouping by the ``uid`` verl assigns to each prompt before repeating it ``n`` times.
+  return_dict)``), grouping by the ``uid`` verl's trainer gives each prompt before repeating it ``n`` times
+  (validation batches of verl 0.4-0.6 have no ``uid``: they group like ``compute_score``).
+
+Validation (``RayPPOTrainer._validate``) calls a reward manager built from the same settings on batches of
+``actor_rollout_ref.rollout.val_kwargs.n`` responses per prompt, 1 by default. A group of one is defined: with
+nothing to compare it with, a response is maximally distinct (diversity 1), so its reward is its quality.
 
 Settings come as keyword arguments (``reward_model.reward_kwargs`` / ``custom_reward_function.reward_kwargs``):
 ``classifier`` (exported classifier dir, required), ``classifier_urls`` (vLLM replicas; empty: in process),
-``threshold``, ``combine``, ``correct_only``, ``floor``, ``num_generations`` (checked when given).
+``threshold``, ``combine``, ``norm``, ``correct_only``, ``floor``, ``group_key``, and ``num_generations`` with
+``val_num_generations`` (default 1): when ``num_generations`` is given, every group of a batch must hold
+``num_generations`` responses (training) or ``val_num_generations`` (validation). ``compute_score`` cannot see
+which kind of batch verl passes, so it accepts either size but never a mix; the manager reads verl's
+``meta_info["validate"]`` and expects exactly one.
 
-Errors are never turned into rewards: a scorer failure, a split or interleaved group, or a missing
-setting raises. (Some reward managers wrap scoring in ``try/except`` and write 0.0; this module does not,
-and verl's ``batch`` manager of 0.4-0.6 propagates the error.) verl >= 0.7 computes rewards per sample
-while rollouts stream ("agent reward loop"), which cannot host a group reward; use 0.4-0.6 or the TRL path.
+Errors are never turned into rewards: a scorer failure, a group of the wrong size, or a missing setting raises.
+(Some reward managers wrap scoring in ``try/except`` and write 0.0; this module does not, and verl's ``batch``
+manager of 0.4-0.6 propagates the error.)
+
+verl >= 0.7.1 has no batch reward hook: each rollout is scored alone as it finishes (``AgentLoopWorker.
+_compute_score`` sends one sample to a ``RewardLoopWorker`` picked by ``random.choice``), and a reward that
+waited there for the rest of its group could deadlock; see the README "verl" section. Use verl 0.4-0.6 (or
+0.7.0 with ``reward_model.use_reward_loop=False``), or the TRL path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -39,9 +56,11 @@ class VerlSettings:
     classifier_urls: tuple[str, ...] = ()
     threshold: float | None = None
     combine: str = "multiply"
+    norm: str = "identity"
     correct_only: bool = False
     floor: float = 0.0
     num_generations: int | None = None
+    val_num_generations: int = 1  # verl's default val_kwargs.n
     group_key: str = "index"
 
     @classmethod
@@ -55,9 +74,20 @@ class VerlSettings:
         values["classifier_urls"] = (urls,) if isinstance(urls, str) else tuple(urls)
         return cls(**values)
 
+    def __post_init__(self) -> None:
+        _ = self.darling  # DarlingConfig checks combine/norm/floor: fail when verl builds the reward, not mid-run
+
     @property
     def darling(self) -> DarlingConfig:
-        return DarlingConfig(combine=self.combine, correct_only=self.correct_only, floor=self.floor)
+        return DarlingConfig(combine=self.combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
+
+    def group_sizes(self, validate: bool | None) -> tuple[int, ...]:
+        """Allowed responses per group: none checked without ``num_generations``; ``validate=None``: unknown."""
+        if self.num_generations is None:
+            return ()
+        if validate is None:
+            return (self.num_generations, self.val_num_generations)
+        return (self.val_num_generations,) if validate else (self.num_generations,)
 
 
 def scorer(settings: VerlSettings):
@@ -74,46 +104,67 @@ def scorer(settings: VerlSettings):
     return _SCORERS[key]
 
 
-def contiguous_groups(keys: Sequence[Any], num_generations: int | None = None) -> list[slice]:
-    """Row ranges of each group; a key that comes back after another key means rows were reordered."""
-    spans: list[slice] = []
-    seen: set[Any] = set()
-    start = 0
-    for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start]:
-            if keys[start] in seen:
-                raise ValueError(f"group {keys[start]!r} is not contiguous (rows {start}..{i - 1} repeat it)")
-            seen.add(keys[start])
-            spans.append(slice(start, i))
-            start = i
-    if num_generations is not None:
-        for span in spans:
-            if span.stop - span.start != num_generations:
-                raise ValueError(
-                    f"group {keys[span.start]!r} has {span.stop - span.start} responses, expected "
-                    f"num_generations={num_generations}: a group was split or padded"
-                )
-    return spans
+def group_rows(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+    """Row indices of each group, wherever they sit; groups in order of first appearance."""
+    groups: dict[Hashable, list[int]] = {}
+    for row, key in enumerate(keys):
+        groups.setdefault(key, []).append(row)
+    return groups
+
+
+def check_group_sizes(groups: dict[Hashable, list[int]], allowed: tuple[int, ...]) -> None:
+    """Every group of a batch holds the same number of responses, one of ``allowed`` (nothing checked if empty)."""
+    sizes = Counter(len(rows) for rows in groups.values())
+    if not allowed or not sizes or (len(sizes) == 1 and next(iter(sizes)) in allowed):
+        return
+    usual = sizes.most_common(1)[0][0]
+    odd = [(key, len(rows)) for key, rows in groups.items() if len(rows) != usual or usual not in allowed]
+    shown = ", ".join(f"group {key!r} has {size}" for key, size in odd[:3])
+    raise ValueError(
+        f"{shown} responses; every group of a batch must have {' or '.join(map(str, sorted(set(allowed))))} "
+        "(num_generations for training, val_num_generations for validation): responses were lost or duplicated, "
+        "two prompts share a group key, or val_num_generations differs from val_kwargs.n"
+    )
 
 
 def score_groups(
-    texts: Sequence[str], keys: Sequence[Any], ground_truths: Sequence[Any], settings: VerlSettings
+    texts: Sequence[str],
+    keys: Sequence[Hashable],
+    ground_truths: Sequence[Any],
+    settings: VerlSettings,
+    validate: bool | None = None,
 ) -> list[dict[str, float]]:
-    """Per response: ``score`` (the DARLING reward), ``quality``, ``diversity`` and its group's ``distinct``."""
+    """Per response, in the rows' own order: ``score`` (the reward), ``quality``, ``diversity``, group ``distinct``."""
     if not (len(texts) == len(keys) == len(ground_truths)):
         raise ValueError("responses, group keys and ground truths must have the same length")
-    spans = contiguous_groups(list(keys), settings.num_generations)
-    answers = [None if g is None else str(g) for g in ground_truths]
-    quality = math_quality(list(texts), answers)
+    groups = list(group_rows(keys).items())
+    check_group_sizes(dict(groups), settings.group_sizes(validate))
+    quality = math_quality(list(texts), [None if g is None else str(g) for g in ground_truths])
+    members = [rows for _, rows in groups]
     result = darling_rewards(
-        [list(texts[s]) for s in spans], [quality[s] for s in spans], scorer(settings), settings.darling
+        [[texts[i] for i in rows] for rows in members],
+        [[quality[i] for i in rows] for rows in members],
+        scorer(settings),
+        settings.darling,
     )
-    scores: list[dict[str, float]] = []
-    for span, rewards, div, distinct in zip(spans, result.rewards, result.diversity, result.distinct, strict=True):
-        for offset, (r, d) in enumerate(zip(rewards, div, strict=True)):
-            q = quality[span.start + offset]
-            scores.append({"score": float(r), "quality": float(q), "diversity": float(d), "distinct": float(distinct)})
+    scores: list[dict[str, float]] = [{} for _ in texts]
+    for rows, rewards, div, distinct in zip(members, result.rewards, result.diversity, result.distinct, strict=True):
+        for row, reward, d in zip(rows, rewards, div, strict=True):
+            scores[row] = {"score": float(reward), "quality": quality[row], "diversity": float(d),
+                           "distinct": float(distinct)}  # fmt: skip
     return scores
+
+
+def prompt_keys(data_sources: Sequence[Any], extra_infos: Sequence[dict[str, Any] | None], group_key: str) -> list:
+    """``(data_source, extra_info[group_key])`` per row: verl's preprocessing numbers ``index`` per dataset, so
+    prompts of two training files can share an index; their data sources tell them apart."""
+    missing = [i for i, info in enumerate(extra_infos) if not info or group_key not in info]
+    if missing:
+        raise ValueError(
+            f"rows {missing[:5]} have no extra_info[{group_key!r}]: the DARLING reward groups the n "
+            "responses of a prompt by it (set group_key= to another per-prompt field)"
+        )
+    return [(source, info[group_key]) for source, info in zip(data_sources, extra_infos, strict=True)]
 
 
 def compute_score(
@@ -125,13 +176,7 @@ def compute_score(
 ) -> list[dict[str, float]]:
     """verl ``batch`` reward manager entry point: one dict per response, ``score`` is the reward."""
     settings = VerlSettings.from_kwargs(reward_kwargs)
-    missing = [i for i, info in enumerate(extra_infos) if not info or settings.group_key not in info]
-    if missing:
-        raise ValueError(
-            f"rows {missing[:5]} have no extra_info[{settings.group_key!r}]: the DARLING reward groups the n "
-            "responses of a prompt by it (set group_key= to another per-prompt field)"
-        )
-    keys = [info[settings.group_key] for info in extra_infos]
+    keys = prompt_keys(data_sources, extra_infos, settings.group_key)
     return score_groups(solution_strs, keys, ground_truths, settings)
 
 
@@ -141,8 +186,16 @@ class DarlingRewardManager:
     def __init__(self, tokenizer, num_examine: int = 0, compute_score=None, reward_fn_key: str = "data_source",
                  **reward_kwargs: Any):  # fmt: skip
         self.tokenizer = tokenizer
+        self.reward_fn_key = reward_fn_key
         self.settings = VerlSettings.from_kwargs(reward_kwargs)
         scorer(self.settings)  # load (or fail on) the classifier when verl builds the manager, not mid-run
+
+    def group_keys(self, data) -> list:
+        if "uid" in data.non_tensor_batch:
+            return list(data.non_tensor_batch["uid"])
+        # verl 0.4-0.6 `_validate` assigns no uid; its batches keep the dataset's fields.
+        extra = data.non_tensor_batch.get("extra_info", [None] * len(data))
+        return prompt_keys(data.non_tensor_batch[self.reward_fn_key], extra, self.settings.group_key)
 
     def __call__(self, data, return_dict: bool = False):
         import torch
@@ -155,7 +208,8 @@ class DarlingRewardManager:
         lengths = data.batch["attention_mask"][:, prompt_len:].sum(dim=-1).tolist()
         texts = [self.tokenizer.decode(responses[i][:n], skip_special_tokens=True) for i, n in enumerate(lengths)]
         truths = [rm.get("ground_truth") for rm in data.non_tensor_batch["reward_model"]]
-        scores = score_groups(texts, list(data.non_tensor_batch["uid"]), truths, self.settings)
+        validate = bool(data.meta_info.get("validate", False))
+        scores = score_groups(texts, self.group_keys(data), truths, self.settings, validate)
         reward = torch.zeros_like(responses, dtype=torch.float32)
         for i, (n, s) in enumerate(zip(lengths, scores, strict=True)):
             reward[i, max(n, 1) - 1] = s["score"]  # verl reads the reward at the last response token

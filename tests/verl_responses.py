@@ -1,4 +1,5 @@
-"""The batch tests/verl_script.py sends through verl: 2 arithmetic prompts x 4 responses."""
+"""What tests/verl_script.py sends through verl: 2 arithmetic prompts (each its own data file, as verl's
+preprocessing writes them: both have extra_info index 0) x 4 responses; validation picks 1 response per prompt."""
 
 PROMPTS = [("What is 2 + 3?", "5"), ("What is 10 - 4?", "6")]
 RESPONSES = [
@@ -10,3 +11,5 @@ RESPONSES = [
     ],
     ["\\boxed{6}", "10 - 4 = \\boxed{6}", "Take four away from ten to get \\boxed{6}.", "I think it is \\boxed{7}"],
 ]
+VALIDATION = [[RESPONSES[0][2]], [RESPONSES[1][1]]]  # val_kwargs.n = 1 (verl's default): one wrong, one right
+OPTIONS = {"norm": {"norm": "minmax"}, "floor": {"floor": 0.5}, "combine": {"combine": "add"}}  # each vs the default
