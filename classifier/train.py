@@ -181,9 +181,14 @@ def _check_positions(model_config, max_length: int, config: ClassifierTrainConfi
         )
 
 
-def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path | None):
+def pair_set(source: str | Path | PairSet) -> PairSet:
+    """Pairs already loaded (the CLI reads every input before importing this module) or a source to load."""
+    return source if isinstance(source, PairSet) else load_pairs(source)
+
+
+def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path | PairSet | None):
     if val is not None:
-        return data.pairs, load_pairs(val).pairs
+        return data.pairs, pair_set(val).pairs
     return split_pairs(data, config.val_fraction, config.seed)
 
 
@@ -204,12 +209,12 @@ def score_test(clf: EquivalenceScorer, test_pairs: list[LabelledPair], report_di
 
 def train_classifier(
     config: ClassifierTrainConfig,
-    data: str | Path,
+    data: str | Path | PairSet,
     output: str | Path,
-    val: str | Path | None = None,
+    val: str | Path | PairSet | None = None,
     resume: bool = False,
     progress: bool = True,
-    test: str | Path | None = None,
+    test: str | Path | PairSet | None = None,
 ) -> TrainResult:
     """Train on ``data`` (validation split from it unless ``val``), calibrate, export to ``output``.
 
@@ -226,8 +231,8 @@ def train_classifier(
     if resume and not last_ckpt.exists():
         raise UserInputError(f"--resume: no checkpoint at {last_ckpt}")
 
-    pairs = load_pairs(data)
-    test_pairs = load_pairs(test).pairs if test is not None else None  # bad input fails before training
+    pairs = pair_set(data)
+    test_pairs = pair_set(test).pairs if test is not None else None  # bad input fails before training
     train_pairs, val_pairs = _pairs_and_val(config, pairs, val)
     backbone = resolve_backbone(config.backbone)
     tokenizer = load_tokenizer(backbone, config.trust_remote_code)

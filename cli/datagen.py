@@ -72,7 +72,11 @@ def _table(title: str, rows: dict[str, Any], headers: tuple[str, str]) -> Table:
 def rollouts_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder of Parquet shards (rerun to resume).")],
     problems: Annotated[
-        str | None, typer.Option(help="JSONL/Parquet file or folder, HF dataset (name[:split]), or champ (built in).")
+        str | None,
+        typer.Option(
+            help="JSONL/Parquet file or folder, HF dataset (name[:split]), or a built-in set: champ, arithmetic, "
+            "aime24, aime25, amc23, hmmt, minerva_math, olympiadbench, gsm8k."
+        ),
     ] = None,
     model: Annotated[
         list[str] | None, typer.Option("--model", "-m", help="Generator model (repeatable); smollm2 = packaged.")
@@ -110,7 +114,7 @@ def rollouts_cmd(
 
         darling datagen rollouts --import champ --output runs/rollouts
 
-        darling datagen rollouts --problems gsm8k.jsonl --limit 20 --model smollm2 -n 4 --output runs/rollouts
+        darling datagen rollouts --problems gsm8k --limit 20 --model smollm2 -n 4 --output runs/rollouts
 
         darling datagen rollouts --problems agentica-org/DeepScaleR-Preview-Dataset --engine vllm \\
             --generators generators.toml --tensor-parallel-size 4 --output runs/rollouts

@@ -50,7 +50,10 @@ def eval_math_cmd(
     ],
     problems: Annotated[
         list[str] | None,
-        typer.Option(help="Problems file (.jsonl/.parquet), HF dataset or arithmetic/champ (repeatable)."),
+        typer.Option(
+            help="Problems: a file (.jsonl/.parquet), HF dataset, or a built-in set by name: aime24, aime25, amc23, "
+            "hmmt, minerva_math, olympiadbench, gsm8k, arithmetic, champ (repeatable)."
+        ),
     ] = None,
     model: Annotated[
         list[str] | None,
@@ -90,7 +93,7 @@ def eval_math_cmd(
 
     Examples:
 
-        darling eval math --problems aime24.jsonl --problems amc23.jsonl --engine vllm \\
+        darling eval math --problems aime24 --problems amc23 --engine vllm \\
             --model base=Qwen/Qwen2.5-Math-1.5B --model darling=runs/rl/checkpoint-500 -n 16 --output runs/math
 
         darling eval math --problems arithmetic --limit 20 --model smollm2 -n 4 --max-tokens 64 --output runs/math-cpu

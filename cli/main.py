@@ -106,7 +106,7 @@ def train_classifier_cmd(
     Paper recipe on GPUs: `--preset paper --devices 8 --strategy ddp`.
     """
     from darling.classifier.config import build_config, parse_set_options
-    from darling.classifier.train import train_classifier
+    from darling.classifier.data import load_pairs
 
     flags = dict(
         kind=kind,
@@ -122,7 +122,12 @@ def train_classifier_cmd(
     )
     overrides = {**parse_set_options(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
     cfg = build_config(preset, config, overrides)
-    result = train_classifier(cfg, data, output, val=val, resume=resume, progress=progress, test=test)
+    # Every input is read before the trainer is imported (torch and Lightning take seconds): bad input is
+    # refused at once, and before anything is written.
+    pairs, val_pairs, test_pairs = (load_pairs(s) if s is not None else None for s in (data, val, test))
+    from darling.classifier.train import train_classifier
+
+    result = train_classifier(cfg, pairs, output, val=val_pairs, resume=resume, progress=progress, test=test_pairs)
     out.print(
         f"exported {result.output} ({cfg.kind}; train {result.n_train} pairs, val {result.n_val}, "
         f"{result.train_seconds:.0f} s)\n{_metrics_line('val (chose the threshold)', result.metrics)}"

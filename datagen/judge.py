@@ -24,6 +24,7 @@ from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.datagen.pairs import read_pairs
 from darling.datagen.shards import ShardStore, atomic_write_parquet
 from darling.errors import UserInputError
+from darling.readers import read_text
 from darling.schemas import JUDGE_COLUMNS, polars_schema, stable_id
 
 LABELLED_FILE = "labelled.parquet"
@@ -89,10 +90,7 @@ class LabelSummary:
 def load_prompt(path: Path | None) -> str:
     if path is None:
         return DEFAULT_PROMPT
-    try:
-        template = Path(path).read_text()
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read prompt file ({exc.strerror})") from None
+    template = read_text(path, "prompt file")
     for placeholder in PLACEHOLDERS:
         if placeholder not in template:
             raise UserInputError(f"{path}: prompt template lacks the placeholder {placeholder}")

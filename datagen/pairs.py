@@ -27,6 +27,7 @@ import polars as pl
 from darling.datagen.rollouts import read_rollouts
 from darling.datagen.shards import atomic_write_bytes, atomic_write_parquet
 from darling.errors import UserInputError
+from darling.readers import one_line
 from darling.schemas import PAIR_COLUMNS, polars_schema, stable_id
 
 PAIRS_FILE = "pairs.parquet"
@@ -176,12 +177,17 @@ def read_pairs(path: Path) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(file)
     except Exception as exc:
-        raise UserInputError(f"{file}: cannot read Parquet ({exc.__class__.__name__}: {exc})") from None
+        raise UserInputError(f"{file}: cannot read Parquet ({exc.__class__.__name__}: {one_line(exc)})") from None
     missing = [c for c in PAIR_COLUMNS if c not in frame.columns]
     if missing:
         raise UserInputError(f"{file}: missing field '{missing[0]}' (expected the columns of `darling datagen pairs`)")
-    for i, row in enumerate(frame.select("prompt", "generation_0", "generation_1").iter_rows()):
-        if any(not isinstance(v, str) for v in row):
-            field_name = ("prompt", "generation_0", "generation_1")[[isinstance(v, str) for v in row].index(False)]
-            raise UserInputError(f"{file}: row {i}: field '{field_name}' must be a string, got null")
-    return frame.select(list(PAIR_COLUMNS)).cast(polars_schema(PAIR_COLUMNS))
+    texts = ("pair_id", "prompt", "generation_0", "generation_1")
+    for i, row in enumerate(frame.select(texts).iter_rows()):
+        for name, value in zip(texts, row, strict=True):
+            if not isinstance(value, str):
+                shown = "null" if value is None else type(value).__name__
+                raise UserInputError(f"{file}: row {i}: field '{name}' must be a string, got {shown}")
+    try:
+        return frame.select(list(PAIR_COLUMNS)).cast(polars_schema(PAIR_COLUMNS))
+    except Exception as exc:  # a column of the wrong type (e.g. answer as a list): polars names it, we name the file
+        raise UserInputError(f"{file}: columns do not match `darling datagen pairs` ({one_line(exc)})") from None

@@ -13,16 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from darling.classifier.data import _iter_jsonl, _iter_parquet, _iter_rows
 from darling.datagen.answers import reference_from_text
 from darling.errors import UserInputError
+from darling.readers import iter_dataset, iter_jsonl, iter_parquet
 from darling.schemas import stable_id
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
 ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")
 ID_FIELDS = ("id", "idx", "problem_id", "unique_id", "identifier")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonlines", ".json-lines")
-BUILTIN_SOURCES = ("champ", "arithmetic")
+# Test sets shipped inside the package (resources/math/NAME.jsonl.gz, MIT, see the LICENSE there), so the
+# paper's benchmarks (and GSM8K) load by name, offline. Names are the files' (and the eval harnesses') own.
+PACKAGED_MATH = Path(__file__).parent / "resources" / "math"
+PACKAGED_SETS = ("aime24", "aime25", "amc23", "hmmt", "minerva_math", "olympiadbench", "gsm8k")
+ALIASES = {"minerva": "minerva_math"}
+BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS)
 
 
 @dataclass(frozen=True)
@@ -109,40 +114,35 @@ def _source_name(path: Path) -> str:
     return name
 
 
-def _iter_datasets(spec: str) -> Iterator[tuple[str, Any]]:
-    """A ``save_to_disk`` folder or a hub name ``owner/name[:split]``; without a split, the only split, else
-    ``test`` (benchmarks), else ``train``."""
-    import datasets
-
-    path = Path(spec)
-    name, _, split = spec.partition(":") if not path.exists() else (spec, "", "")
-    try:
-        ds = datasets.load_from_disk(str(path)) if path.is_dir() else datasets.load_dataset(name, split=split or None)
-    except Exception as exc:  # network, missing dataset, unknown split: all fixable by the user
-        reason = " ".join(str(exc).split())  # one line, whatever the library's message looks like
-        raise UserInputError(f"{spec}: cannot load Hugging Face dataset ({exc.__class__.__name__}: {reason})") from None
-    if isinstance(ds, datasets.DatasetDict):
-        splits = list(ds)
-        chosen = splits[0] if len(splits) == 1 else next((s for s in ("test", "train") if s in ds), None)
-        if chosen is None:
-            raise UserInputError(f"{spec}: several splits ({', '.join(splits)}); name one as {name}:SPLIT")
-        ds = ds[chosen]
-    yield from _iter_rows(ds, spec)
+def builtin_name(spec: str) -> str | None:
+    """The built-in set ``spec`` names (aliases resolved), or None; a file or folder of that name wins."""
+    name = ALIASES.get(spec, spec)
+    return name if name in BUILTIN_SOURCES and not Path(spec).exists() else None
 
 
-def _records(spec: str) -> tuple[Iterator[tuple[str, Any]], str]:
-    """The (where, record) stream of a source and the source name used in problem ids."""
+def packaged_problem_file(spec: str) -> Path | None:
+    """The packaged file behind a built-in name (``aime24`` -> ``.../resources/math/aime24.jsonl.gz``), or None."""
+    name = builtin_name(spec)
+    return PACKAGED_MATH / f"{name}.jsonl.gz" if name in PACKAGED_SETS else None
+
+
+def problem_records(spec: str) -> tuple[Iterator[tuple[str, Any]], str]:
+    """The (where, record) stream of a file, folder, hub dataset or packaged set, and the source name used in
+    problem ids (a file's stem; a packaged set's name, so ``minerva`` and ``minerva_math`` give the same ids)."""
+    packaged = packaged_problem_file(spec)
+    if packaged is not None:
+        return iter_jsonl(packaged), _source_name(packaged)
     path = Path(spec)
     if path.is_file() and path.name.endswith(JSONL_SUFFIXES):
-        return _iter_jsonl(path), _source_name(path)
+        return iter_jsonl(path), _source_name(path)
     if (path.is_file() and path.suffix == ".parquet") or (path.is_dir() and any(path.glob("*.parquet"))):
-        return _iter_parquet(path), _source_name(path.resolve())
+        return iter_parquet(path), _source_name(path.resolve())
     if path.is_dir() and any((path / n).exists() for n in ("dataset_info.json", "dataset_dict.json")):
-        return _iter_datasets(spec), path.resolve().name
+        return iter_dataset(spec), path.resolve().name
     if path.exists():
         raise UserInputError(f"{spec}: unsupported problem file (expected .jsonl, .parquet or a dataset folder)")
     if "/" in spec and not spec.startswith((".", "/")) and not path.suffix:
-        return _iter_datasets(spec), spec.partition(":")[0]
+        return iter_dataset(spec), spec.partition(":")[0]
     raise UserInputError(f"{spec}: file not found (nor a built-in set: {', '.join(BUILTIN_SOURCES)})")
 
 
@@ -154,8 +154,10 @@ def load_problems(
     limit: int | None = None,
 ) -> list[Problem]:
     """Problems from a ``.jsonl[.gz]`` file, a ``.parquet`` file or folder of shards, a ``save_to_disk``
-    folder, a Hugging Face hub name ``owner/name[:split]``, or the built-ins ``champ`` (270 problems) and
-    ``arithmetic`` (200 generated problems).
+    folder, a Hugging Face hub name ``owner/name[:split]``, or a built-in set by name: ``champ`` (270
+    problems), ``arithmetic`` (200 generated problems) or a packaged test set: ``aime24`` (30), ``aime25``
+    (30), ``amc23`` (40), ``hmmt`` (30, February 2025), ``minerva_math`` (272, alias ``minerva``),
+    ``olympiadbench`` (675), ``gsm8k`` (1,319).
 
     Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
     first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each
@@ -163,16 +165,17 @@ def load_problems(
     if limit is not None and limit < 1:
         raise UserInputError(f"limit must be at least 1, got {limit}")
     spec = str(source)
-    if spec in BUILTIN_SOURCES and not Path(spec).exists():
-        if problem_field or answer_field or id_field:
-            raise UserInputError(f"{spec}: the built-in set has fixed fields; drop --problem/answer/id-field")
-        if spec == "arithmetic":
-            return arithmetic_problems()[:limit]
+    builtin = builtin_name(spec)
+    if builtin is not None and (problem_field or answer_field or id_field):
+        raise UserInputError(f"{spec}: the built-in set has fixed fields; drop --problem/answer/id-field")
+    if builtin == "arithmetic":
+        return arithmetic_problems()[:limit]
+    if builtin == "champ":
         from darling.datagen.champ import champ_problems
 
         return champ_problems()[:limit]
 
-    records, name = _records(spec)
+    records, name = problem_records(spec)
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for where, record in records:

@@ -8,8 +8,6 @@ leaves a half-written shard or a duplicate.
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.datagen.problems import Problem, load_problems
 from darling.datagen.shards import ShardStore
 from darling.errors import UserInputError
+from darling.readers import read_structured
 from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that solves math problems step by step."
@@ -104,32 +103,56 @@ class RolloutSummary:
     skipped: int  # responses already present
 
 
-def load_generator_config(path: Path) -> list[GeneratorSpec]:
-    """``[[generators]]`` (TOML) or ``{"generators": [...]}`` (JSON/YAML): name, model, prompts, sampling."""
-    try:
-        text = path.read_text()
-        if path.suffix == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
+# Field -> (types accepted, what the error says): a file is checked here, before any folder or model exists.
+_SPEC_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), "a non-empty string"),
+    "model": ((str,), "a non-empty string"),
+    "system_prompt": ((str, type(None)), "a string or null"),
+    "user_template": ((str,), "a string"),
+    "prompt_setting": ((str,), "a string"),
+    "n": ((int,), "an integer >= 1"),
+    "temperature": ((int, float), "a number >= 0"),
+    "top_p": ((int, float), "a number in (0, 1]"),
+    "max_tokens": ((int,), "an integer >= 1"),
+}
+_SPEC_RANGES = {
+    "name": lambda v: bool(v.strip()),
+    "model": lambda v: bool(v.strip()),
+    "n": lambda v: v >= 1,
+    "temperature": lambda v: v >= 0,
+    "top_p": lambda v: 0 < v <= 1,
+    "max_tokens": lambda v: v >= 1,
+}
 
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise UserInputError(f"{path}: cannot read generator config ({exc})") from None
+
+def _check_entry(entry: Any, where: str) -> GeneratorSpec:
+    if not isinstance(entry, dict):
+        raise UserInputError(f"{where}: expected a table/object with fields name and model")
+    unknown = sorted(set(entry) - set(_SPEC_TYPES))
+    if unknown:
+        raise UserInputError(f"{where}: unknown field '{unknown[0]}'")
+    # A file entry names its model: without one the name would be loaded as a model (a hub download).
+    for required in ("name", "model"):
+        if required not in entry:
+            raise UserInputError(f"{where}: missing field '{required}'")
+    for key, value in entry.items():
+        types, expected = _SPEC_TYPES[key]
+        bad_type = not isinstance(value, types) or isinstance(value, bool)
+        if bad_type or (value is not None and not _SPEC_RANGES.get(key, lambda v: True)(value)):
+            raise UserInputError(f"{where}: field '{key}' must be {expected}, got {value!r}")
+    if "{problem}" not in entry.get("user_template", "{problem}"):
+        raise UserInputError(f"{where}: field 'user_template' must contain {{problem}}")
+    return GeneratorSpec(**entry)
+
+
+def load_generator_config(path: Path) -> list[GeneratorSpec]:
+    """``[[generators]]`` (TOML) or ``{"generators": [...]}`` (JSON/YAML), each with ``name`` and ``model``
+    and optionally prompts and sampling. Every entry is checked here, naming the file, entry and field."""
+    data = read_structured(path, "generator config")
     entries = data.get("generators") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise UserInputError(f"{path}: expected a non-empty list 'generators'")
-    specs = []
-    known = set(GeneratorSpec.__dataclass_fields__)
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "name" not in entry:
-            raise UserInputError(f"{path}: generators[{i}]: missing field 'name'")
-        unknown = set(entry) - known
-        if unknown:
-            raise UserInputError(f"{path}: generators[{i}]: unknown field '{sorted(unknown)[0]}'")
-        specs.append(GeneratorSpec(**entry))
+    specs = [_check_entry(entry, f"{path}: generators[{i}]") for i, entry in enumerate(entries)]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UserInputError(f"{path}: generator names must be unique, got {names}")

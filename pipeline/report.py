@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from darling.datagen.problems import packaged_problem_file
 from darling.datagen.shards import atomic_write_bytes
 from darling.pipeline.commands import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
@@ -230,7 +231,8 @@ def package_versions() -> dict[str, str | None]:
 
 def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Files the run read: the pipeline's own inputs/, CHAMP's dataset file, NoveltyBench's built-in pairs
-    (when mixed in); built-ins generated in code and hub datasets are listed by name only."""
+    (when mixed in), packaged problem sets (aime24, ...); built-ins generated in code and hub datasets are
+    listed by name only."""
     found: list[dict[str, Any]] = []
     for role, path in input_files(config).items():
         found.append({"role": role, "path": str(path)})
@@ -247,7 +249,9 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
     specs = [*config.eval_problems, *([config.datagen_problems] if config.datagen == "generate" else [])]
     for spec in dict.fromkeys(specs):
         path = Path(spec)
-        if path.is_file():
+        if (packaged := packaged_problem_file(spec)) is not None:  # aime24, gsm8k, ...: a file inside darling
+            found.append({"role": "problems", "name": spec, "path": str(packaged), "note": "packaged with darling"})
+        elif path.is_file():
             found.append({"role": "problems", "path": str(path.resolve())})
         elif path.is_dir():  # Parquet shards or a save_to_disk folder: every file in it
             found += [{"role": "problems", "path": str(f.resolve())} for f in sorted(path.rglob("*")) if f.is_file()]

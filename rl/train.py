@@ -128,7 +128,7 @@ def build_scorer(config: RLTrainConfig):
     return load_scorer(config.classifier, config.classifier_urls, threshold=config.classifier_threshold)
 
 
-def build_trainer(config: RLTrainConfig):
+def build_trainer(config: RLTrainConfig, dataset=None):
     """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``)."""
     import torch
     from trl import GRPOConfig, GRPOTrainer
@@ -139,7 +139,7 @@ def build_trainer(config: RLTrainConfig):
     config.check()
     if config.threads:
         torch.set_num_threads(config.threads)
-    dataset = build_dataset(config)
+    dataset = dataset if dataset is not None else build_dataset(config)
     quality = RewardModelQuality(str(config.reward_model)) if config.reward_model else answer_quality
     reward = DarlingRewardFunction(config.num_generations, build_scorer(config), config.darling(), quality)
     args = GRPOConfig(
@@ -219,10 +219,16 @@ def check_policy(name: str) -> None:
 def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics)."""
     config.check()
-    if trainer is None:
+    dataset = None
+    if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched
         check_policy(config.policy)
+        if config.diversity:
+            from darling.classifier.export import read_export_meta
+
+            read_export_meta(config.classifier)
+        dataset = build_dataset(config)
     resuming = start_or_resume(config, resume)
-    trainer = trainer or build_trainer(config)
+    trainer = trainer or build_trainer(config, dataset)
     trainer.train(resume_from_checkpoint=resuming)
     trainer.save_model(str(Path(config.output) / "final"))
     return trainer

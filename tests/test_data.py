@@ -107,7 +107,14 @@ def test_ids_are_stable_content_hashes(tmp_path):
     assert json.loads((tmp_path / "q.jsonl").read_text())["id"] == "abc"
 
 
-def test_builtin_noveltybench_set_equals_the_shared_file(novelty_pairs_path):
-    builtin, shared = load_pairs("noveltybench"), load_pairs(novelty_pairs_path)
-    assert [p.pair_id for p in builtin.pairs] == [p.pair_id for p in shared.pairs]
-    assert builtin.labels == shared.labels
+def test_builtin_noveltybench_set_is_the_pinned_file(novelty_pairs_path):
+    import gzip
+    import hashlib
+
+    # SHA-256 of NoveltyBench's pairs-train.jsonl (1,000 human-labelled pairs, MIT) as released: the packaged
+    # copy is that file, byte for byte, and the name resolves to it.
+    raw = gzip.decompress(novelty_pairs_path.read_bytes())
+    assert hashlib.sha256(raw).hexdigest() == "745220f2d6e3eea1192d43d7a86cdd6357b8712deadc261a7b3671fa45789bdb"
+    builtin, packaged = load_pairs("noveltybench"), load_pairs(novelty_pairs_path)
+    assert [p.pair_id for p in builtin.pairs] == [p.pair_id for p in packaged.pairs]
+    assert builtin.labels == packaged.labels and builtin.sha256 == packaged.sha256

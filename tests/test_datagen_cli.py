@@ -1,10 +1,7 @@
 """`darling datagen` from the command line: the hf engine with the real SmolLM2, and bad input -> one line, exit 2."""
 
 import polars as pl
-import pytest
-from helpers import SHARED, assert_one_line_error, darling, write_jsonl
-
-GSM8K = SHARED / "data" / "math" / "gsm8k.jsonl"
+from helpers import assert_one_line_error, darling, write_jsonl
 
 
 def test_hf_engine_rollouts_with_the_real_smollm2(tmp_path, smollm2_dir):
@@ -68,10 +65,9 @@ def test_label_option_errors_are_one_line(tmp_path):
     assert_one_line_error(darling(*base, "--prompt-file", prompt), "prompt.txt", "{solution_2}")
 
 
-@pytest.mark.skipif(not GSM8K.exists(), reason=f"{GSM8K} is absent (../shared is only on development and CI machines)")
 def test_changed_sampling_is_refused_before_anything_runs(tmp_path):
     out = tmp_path / "o"
     out.mkdir()
     (out / "run.json").write_text('{"engine": "hf", "seed": 1}')
-    result = darling("datagen", "rollouts", "--problems", GSM8K, "--limit", 1, "--model", "smollm2", "--output", out)
+    result = darling("datagen", "rollouts", "--problems", "gsm8k", "--limit", 1, "--model", "smollm2", "--output", out)
     assert_one_line_error(result, str(out), "use a new --output")

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import SHARED
 
 from darling.datagen.shards import SHARD_GLOB
 
 pytestmark = pytest.mark.vllm
-GSM8K = SHARED / "data" / "math" / "gsm8k.jsonl"
+GSM8K = "gsm8k"  # the packaged GSM8K test set, by name
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
 
 
@@ -109,8 +108,6 @@ def test_label_resumes_after_kill_9_without_loss_or_duplicates(champ_pairs, smol
 
 
 def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server, tmp_path):
-    if not GSM8K.exists():
-        pytest.skip(f"{GSM8K} is absent (../shared is only on development and CI machines)")
     url = smollm2_server.base_url + "/v1"
     args = ["datagen", "rollouts", "--problems", GSM8K, "--limit", 6, "--model", "smollm2", "--engine", "openai",
             "--base-url", url, "-n", 2, "--max-tokens", 48, "--concurrency", 1, "--shard-size", 2]  # fmt: skip

@@ -3,72 +3,120 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections import Counter
-from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import write_jsonl
+from helpers import MATH_SETS, darling, write_jsonl
 
 from darling.datagen import champ
 from darling.datagen.answers import answers_equivalent, is_correct
-from darling.datagen.problems import Problem, load_problems
+from darling.datagen.problems import BUILTIN_SOURCES, PACKAGED_SETS, Problem, load_problems, packaged_problem_file
 from darling.errors import UserInputError
 from darling.schemas import ROLLOUT_COLUMNS, polars_schema, stable_id
 
-MATH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "math"
-
-
-@pytest.fixture(scope="module")
-def math_dir() -> Path:
-    if not MATH_DIR.is_dir():
-        pytest.skip(f"{MATH_DIR} is absent (../shared is only on development and CI machines)")
-    return MATH_DIR
-
-
-# --- the real benchmark files ------------------------------------------------------------------------------
-# name -> (first problem id, first reference answer, the field the problem text came from)
+# --- the real benchmark files, packaged (datagen/resources/math, MIT) -----------------------------------------
+# name -> (first problem id, first reference answer, the field the problem text came from, SHA-256 of the
+# uncompressed file: the packaged copies are the released files byte for byte)
 REAL_FILES = {
-    "aime24": ("aime24:60", "204", "problem"),
-    "aime25": ("aime25:0", "70", "question"),
-    "amc23": ("amc23:0", "27.0", "problem"),  # a float in the file
-    "gsm8k": ("gsm8k:0", "18", "question"),  # "... #### 18"
-    "hmmt": ("hmmt:1", "103", "question"),
-    "minerva_math": ("minerva_math:0", "1.6", "problem"),  # last \boxed{} of the solution
-    "olympiadbench": ("olympiadbench:1606", "2", "question"),  # final_answer == ['2']
-}
+    "aime24": ("aime24:60", "204", "problem", "af2b8bd2aa911b6333ad0df32f3ca05c7ae8ed10f1731f4372c8ae26990bf7ac"),
+    "aime25": ("aime25:0", "70", "question", "60324e7a6e767f3637b7fdd16540a0c5a4090695b34a950f59ae1097e8bfa206"),
+    # a float in the file
+    "amc23": ("amc23:0", "27.0", "problem", "43707e1ca784602d8479de24ee8ce36609dbebc46dd152b0b12a46611aa898a4"),
+    # "... #### 18"
+    "gsm8k": ("gsm8k:0", "18", "question", "9f098df7ff4522078d6ccec27a5c38a454790fdb51131bedfaa0e490070d5394"),
+    "hmmt": ("hmmt:1", "103", "question", "168366b467385a14f675265c32d707ed34c6e55c6c9d176d3c598bc8526b5b31"),
+    # last \boxed{} of the solution
+    "minerva_math": ("minerva_math:0", "1.6", "problem",
+                     "0e656b430d3a0a1dab6aa853f453ba3805e28e2cabe4fc72486a897cc09d8ba2"),
+    # final_answer == ['2']
+    "olympiadbench": ("olympiadbench:1606", "2", "question",
+                      "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416"),
+}  # fmt: skip
+COUNTS = {"aime24": 30, "aime25": 30, "amc23": 40, "gsm8k": 1319, "hmmt": 30, "minerva_math": 272, "olympiadbench": 675}
+
+
+def packaged_lines(name: str) -> list[dict]:
+    return [json.loads(line) for line in gzip.decompress((MATH_SETS / f"{name}.jsonl.gz").read_bytes()).splitlines()]
 
 
 @pytest.mark.parametrize("name", sorted(REAL_FILES))
-def test_real_math_files(math_dir, name):
-    path = math_dir / f"{name}.jsonl"
-    first_id, first_answer, problem_field = REAL_FILES[name]
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def test_real_math_files(name):
+    path = MATH_SETS / f"{name}.jsonl.gz"
+    first_id, first_answer, problem_field, sha256 = REAL_FILES[name]
+    assert hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == sha256
+    lines = packaged_lines(name)
     problems = load_problems(path)
-    assert len(problems) == len(lines)
+    assert len(problems) == len(lines) == COUNTS[name]
     assert problems[0] == Problem(first_id, name, lines[0][problem_field], first_answer)
     assert all(p.source == name and p.problem_id.startswith(f"{name}:") for p in problems)
     assert all(p.reference_answer for p in problems)
     assert len({p.problem_id for p in problems}) == len(problems)
+    assert load_problems(name) == problems  # by name: the same problems, the same ids
+    assert load_problems(name, limit=3) == problems[:3]
 
 
-def test_real_answer_shapes(math_dir):
-    gsm8k = load_problems(math_dir / "gsm8k.jsonl")
-    raw = [json.loads(line)["answer"].split("####")[-1].strip() for line in (math_dir / "gsm8k.jsonl").open()]
+def test_packaged_sets_by_name_alias_and_licence():
+    assert set(PACKAGED_SETS) == set(REAL_FILES) and set(BUILTIN_SOURCES) == {"champ", "arithmetic", *REAL_FILES}
+    assert load_problems("minerva") == load_problems("minerva_math")  # alias: the same ids either way
+    assert "MIT License" in (MATH_SETS / "LICENSE").read_text()
+    assert sorted(p.name for p in MATH_SETS.glob("*.jsonl.gz")) == sorted(f"{n}.jsonl.gz" for n in REAL_FILES)
+    with pytest.raises(UserInputError, match="fixed fields"):
+        load_problems("aime24", answer_field="solution")
+    with pytest.raises(UserInputError, match=r"aime2024: file not found \(nor a built-in set: champ, arithmetic, aime"):
+        load_problems("aime2024")
+
+
+def test_the_pipeline_manifest_records_a_packaged_set_as_a_file(tmp_path):
+    from darling.pipeline import build_config
+    from darling.pipeline.report import used_inputs
+
+    config = build_config("cpu", tmp_path / "run", eval_problems=["aime24", "arithmetic"])
+    problems = [e for e in used_inputs(config, {}) if e["role"] == "problems"]
+    packaged = packaged_problem_file("aime24")
+    assert packaged is not None and packaged.name == "aime24.jsonl.gz" and packaged_problem_file("nope") is None
+    assert (problems[0]["name"], problems[0]["path"]) == ("aime24", str(packaged))
+    assert problems[0]["sha256"] == hashlib.sha256((MATH_SETS / "aime24.jsonl.gz").read_bytes()).hexdigest()
+    assert problems[1] == {"role": "problems", "name": "arithmetic", "note": "built in (generated in code, seeded)"}
+
+
+def test_a_local_file_named_like_a_set_wins(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "aime24", [{"problem": "mine"}])  # no suffix: not a supported file
+    with pytest.raises(UserInputError, match="unsupported problem file"):
+        load_problems("aime24")
+
+
+def test_real_answer_shapes():
+    gsm8k = load_problems("gsm8k")
+    raw = [line["answer"].split("####")[-1].strip() for line in packaged_lines("gsm8k")]
     assert any("," in answer for answer in raw)  # e.g. "70,000": thousands separators are dropped
     assert [p.reference_answer for p in gsm8k] == [answer.replace(",", "") for answer in raw]
 
-    amc = load_problems(math_dir / "amc23.jsonl")
+    amc = load_problems("amc23")
     assert answers_equivalent(amc[0].reference_answer, "27")
     assert is_correct(amc[0].reference_answer, r"They meet \boxed{27} miles from A.")
 
-    olympiad = load_problems(math_dir / "olympiadbench.jsonl")
+    olympiad = load_problems("olympiadbench")
     assert olympiad[1].reference_answer == r"$\frac{1}{2 n+2}$"
     assert max(len(p.reference_answer) for p in olympiad) > 100  # list answers are never cut off
 
-    hmmt = load_problems(math_dir / "hmmt.jsonl")
+    hmmt = load_problems("hmmt")
     assert hmmt[2].reference_answer == r"\frac{1}{576}"
+
+
+def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path, smollm2_dir):
+    out = tmp_path / "eval"
+    result = darling("eval", "math", "--problems", "aime24", "--problems", "minerva", "--limit", 1, "--model",
+                     "smollm2", "-n", 1, "--max-tokens", 4, "--threads", 1, "--output", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "metrics.json").read_text())["datasets"] == ["aime24", "minerva_math"]
+    rows = pl.concat([pl.read_parquet(out / "generations" / d / "smollm2" / "part-*.parquet")
+                      for d in ("aime24", "minerva_math")])  # fmt: skip
+    assert rows["problem_id"].to_list() == ["aime24:60", "minerva_math:0"]
+    assert rows["reference_answer"].to_list() == ["204", "1.6"] and (rows["status"] == "ok").all()
 
 
 # --- overrides and detection -------------------------------------------------------------------------------
