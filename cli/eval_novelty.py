@@ -42,14 +42,32 @@ def eval_novelty_cmd(
     classifier_url: Annotated[
         list[str] | None, typer.Option(help="Served replica of --classifier (repeatable), e.g. http://127.0.0.1:8000.")
     ] = None,
-    threshold: Annotated[float | None, typer.Option(help="Equivalence threshold; default: the export's.")] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="Equivalence threshold; default: the export's calibrated one.")
+    ] = None,
+    partition: Annotated[
+        str,
+        typer.Option(
+            help="noveltybench: NoveltyBench's greedy partition (each response vs each class's first member, "
+            "P > threshold, its <=5-word rule); union-find: DARLING's training partition (P >= threshold, transitive)."
+        ),
+    ] = "noveltybench",
+    utility: Annotated[
+        str,
+        typer.Option(
+            help="noveltybench: credited qualities weighted patience^i (NoveltyBench's leaderboard); "
+            "darling-fork: their sum / k (DARLING's evaluation fork, no patience)."
+        ),
+    ] = "noveltybench",
     reward_model: Annotated[
         str | None, typer.Option(help="One-output HF reward model for quality; none: quality = 1 (diversity only).")
     ] = None,
     cut_points: Annotated[
         str | None, typer.Option(help="Comma-separated reward cut points -> quality 1..n+1; default NoveltyBench's.")
     ] = None,
-    patience: Annotated[float, typer.Option(help="Utility discount per position (NoveltyBench: 0.8).")] = 0.8,
+    patience: Annotated[
+        float, typer.Option(help="Utility discount per position (NoveltyBench: 0.8); unused by darling-fork.")
+    ] = 0.8,
     generate: Annotated[
         bool, typer.Option("--generate/--no-generate", help="--no-generate: rescore the stored generations only.")
     ] = True,
@@ -63,8 +81,9 @@ def eval_novelty_cmd(
     threads: Threads = None,
     progress: Progress = INTERACTIVE,
 ) -> None:
-    """NoveltyBench-style diversity of a generator: k responses per prompt, partitioned by an equivalence
-    classifier; distinct = classes per prompt, utility = patience-weighted quality of each class's first response.
+    """NoveltyBench's diversity of a generator: k responses per prompt, partitioned by an equivalence classifier
+    (NoveltyBench's greedy first-member partition unless --partition union-find); distinct = classes per prompt,
+    utility = patience-weighted quality of each class's first response (--utility darling-fork: sum / k).
 
     Example (CPU, the packaged SmolLM2, NoveltyBench's curated prompts):
 
@@ -72,7 +91,8 @@ def eval_novelty_cmd(
             --reward-model runs/rm --output runs/novelty-smollm2
 
     GPUs: `--engine vllm` (or `--engine openai --base-url ...`) and `--classifier-url` per served replica.
-    Rerun the same command to resume; `--no-generate --classifier other` rescores without generating.
+    Rerun the same command to resume; `--no-generate --classifier other` rescores without generating (so do
+    --partition, --utility and --threshold: they are not part of the generations' identity).
     Writes metrics.json, report.md, novelty.png, scores.parquet, per_prompt.parquet and generations/.
     A prompt with a failed generation is excluded from the metrics and counted; the exit code is then 1.
     """
@@ -85,7 +105,7 @@ def eval_novelty_cmd(
     config = NoveltyConfig(
         output=output, prompts=prompts, model=model, engine=engine, k=k, temperature=temperature,
         max_tokens=max_tokens, limit=limit, seed=seed, classifier=classifier, classifier_urls=classifier_url or [],
-        threshold=threshold, reward_model=reward_model,
+        threshold=threshold, partition=partition, utility=utility, reward_model=reward_model,
         cut_points=parse_cut_points(cut_points) if cut_points else NOVELTYBENCH_CUT_POINTS, patience=patience,
         generate=generate, batch_size=batch_size,
         engine_options=engine_options(engine, base_url, api_key_env, concurrency, timeout, max_retries,
@@ -97,8 +117,9 @@ def eval_novelty_cmd(
         out.print(f"generations: {run['generated']} new, {run['reused']} already there, {run['failed']} failed")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
     out.print(
-        f"{m['n_prompts']} prompts x {m['k']}: distinct {fmt(m['mean_distinct'])}  utility {fmt(m['mean_utility'])}"
-        f"  quality {fmt(m['mean_quality'])}  -> {output}/metrics.json, report.md"
+        f"{m['n_prompts']} prompts x {m['k']}: distinct {fmt(m['mean_distinct'])} (partition {partition})  "
+        f"utility {fmt(m['mean_utility'])} ({utility})  quality {fmt(m['mean_quality'])}  "
+        f"-> {output}/metrics.json, report.md"
     )
     if m["n_prompts_incomplete"]:
         out.print(f"{m['n_prompts_incomplete']} prompts excluded: a generation failed; rerun to retry")

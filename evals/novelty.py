@@ -1,21 +1,26 @@
-"""``darling eval novelty``: NoveltyBench-style diversity and utility of any generator.
+"""``darling eval novelty``: NoveltyBench's diversity and utility of any generator.
 
 Per prompt, k responses come from a datagen engine (hf, openai, vllm); an equivalence classifier partitions
-them (union-find with transitivity pruning, ``darling.rl.partition``); ``distinct`` is the number of classes.
-``utility`` follows NoveltyBench (github.com/novelty-bench/novelty-bench, ``src/score.py`` at d60518d):
-only the first response of each class (in generation order) is credited with its quality, repeats count 0,
-and the credited scores are averaged with weights ``patience ** i`` over generation positions i = 0..k-1:
+them (``darling.evals.novelty_partition``: NoveltyBench's greedy first-member partition by default, or DARLING's
+union-find); ``distinct`` is the number of classes. Only the first response of each class (in generation
+order) is credited with its quality, repeats count 0. ``utility`` averages the credited qualities, by one of:
 
-    utility = (1 - p) / (1 - p**k) * sum_i p**i * q_i * [response i opens a new class]
+- ``noveltybench`` (default; github.com/novelty-bench/novelty-bench, ``src/score.py`` at 5b22b53): weights
+  ``patience ** i`` over generation positions i = 0..k-1,
+  ``utility = (1 - p) / (1 - p**k) * sum_i p**i * q_i * [response i opens a new class]``
+  (``np.average(credited, weights=p ** np.arange(k))``; the plain mean when p = 1);
+- ``darling-fork`` (DARLING's evaluation fork, github.com/facebookresearch/darling,
+  ``evals/novelty-bench/src/score.py``): ``sum(credited) / k``, no patience weighting.
 
-(``np.average(credited, weights=p ** np.arange(k))``; the plain mean when p = 1). Quality is a one-output
-reward model's score bucketed to 1..10 by NoveltyBench's cut points for Skywork-Reward-Gemma-2-27B-v0.2
-(``bisect_left(cut_points, score) + 1``: a score equal to a cut point falls in the lower bucket); without a
-reward model every response has quality 1, so utility measures diversity only.
+Quality is a one-output reward model's score bucketed to 1..10 by NoveltyBench's cut points for
+Skywork-Reward-Gemma-2-27B-v0.2 (``bisect_left(cut_points, score) + 1``: a score equal to a cut point falls in
+the lower bucket); without a reward model every response has quality 1, so utility measures diversity only.
 
 Generations are resumable ``ShardStore`` shards in ``OUTPUT/generations`` keyed by (prompt_id, sample_index);
-a rerun asks only for missing or failed samples. A prompt with a failed sample is never scored: it is
-excluded from the metrics and counted (``n_prompts_incomplete``), and the CLI exits 1 so a rerun retries it.
+a rerun asks only for missing or failed samples. Their identity (``run.json``) is the generation settings
+only: the classifier, threshold, partition and utility can change on a rerun without regenerating. A prompt
+with a failed sample is never scored: it is excluded from the metrics and counted (``n_prompts_incomplete``),
+and the CLI exits 1 so a rerun retries it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +38,28 @@ import polars as pl
 from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.datagen.shards import RUN_FILE, ShardStore
 from darling.errors import UserInputError
+from darling.evals.novelty_partition import (
+    DECISIONS,
+    NOVELTYBENCH,
+    PARTITIONS,
+    NoveltyPartitionStats,
+    check_classifier,
+    load_pair_scorer,
+    partition_responses,
+)
 from darling.reward_model import RewardModel
 from darling.schemas import stable_id
 
 # NoveltyBench's reward-model score -> 1..10 cut points (Skywork-Reward-Gemma-2-27B-v0.2), src/score.py.
 NOVELTYBENCH_CUT_POINTS = (-7.71875, -6.28125, -6.0, -5.71875, -5.5, -5.0, -4.375, -3.4375, -2.046875)
 DEFAULT_PATIENCE = 0.8
+DARLING_FORK = "darling-fork"
+UTILITIES = {
+    NOVELTYBENCH: "NoveltyBench's utility (src/score.py): credited qualities averaged with weights patience^i "
+    "over positions i = 0..k-1",
+    DARLING_FORK: "DARLING's evaluation fork (evals/novelty-bench/src/score.py): credited qualities summed and "
+    "divided by k, no patience weighting",
+}
 GENERATION_KEY = ("prompt_id", "sample_index")
 GENERATION_COLUMNS = {
     "prompt_id": "String",
@@ -74,6 +95,8 @@ class NoveltyConfig:
     classifier: str | None = None  # darling export, or any 2-label HF sequence classifier (needs threshold)
     classifier_urls: list[str] = field(default_factory=list)  # served replicas of the export
     threshold: float | None = None  # default: the export's calibrated threshold
+    partition: str = NOVELTYBENCH  # or "union-find" (PARTITIONS); not part of the run's identity
+    utility: str = NOVELTYBENCH  # or "darling-fork" (UTILITIES); not part of the run's identity
     reward_model: str | None = None  # HF sequence classifier with one output
     cut_points: tuple[float, ...] = NOVELTYBENCH_CUT_POINTS
     patience: float = DEFAULT_PATIENCE
@@ -95,6 +118,10 @@ class NoveltyConfig:
             raise UserInputError("need --k >= 1, --max-tokens >= 1 and --temperature >= 0")
         if not 0 <= self.patience <= 1:
             raise UserInputError(f"--patience must be in [0, 1], got {self.patience}")
+        if self.partition not in PARTITIONS:
+            raise UserInputError(f"--partition: unknown {self.partition!r}; choose one of {', '.join(PARTITIONS)}")
+        if self.utility not in UTILITIES:
+            raise UserInputError(f"--utility: unknown {self.utility!r}; choose one of {', '.join(UTILITIES)}")
         check_cut_points(self.cut_points)
         if self.generate and (not self.prompts or not self.model):
             raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
@@ -140,11 +167,24 @@ def novelty_utility(classes: Sequence[int], quality: Sequence[float], patience: 
     return float(np.average(credited, weights=weights))
 
 
+def darling_fork_utility(classes: Sequence[int], quality: Sequence[float]) -> float:
+    """DARLING's evaluation fork: the credited qualities summed and divided by k (no patience weighting)."""
+    credited = credited_quality(classes, quality)
+    return float(sum(credited) / len(credited))
+
+
+def prompt_utility(classes: Sequence[int], quality: Sequence[float], method: str, patience: float) -> float:
+    """One prompt's utility by ``method`` (UTILITIES); ``patience`` only weighs NoveltyBench's."""
+    if method == DARLING_FORK:
+        return darling_fork_utility(classes, quality)
+    return novelty_utility(classes, quality, patience)
+
+
 # -- prompts -------------------------------------------------------------------------------------------------
 def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPrompt]:
     """Prompts (field ``prompt``; ``id`` if present, else a content hash; optional ``category``) from a
     .jsonl[.gz] file, a .parquet file or folder, a ``save_to_disk`` folder or a hub name ``owner/name[:split]``."""
-    from darling.datagen.problems import _records  # the format detection every datagen stage uses
+    from darling.datagen.problems import problem_records  # the format detection every datagen stage uses
 
     spec = str(source)
     if limit is not None and limit < 1:
@@ -152,7 +192,7 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
     path = Path(spec)
     if not path.exists() and not ("/" in spec and not spec.startswith((".", "/")) and not path.suffix):
         raise UserInputError(f"{spec}: prompt file not found")
-    records, _ = _records(spec)
+    records, _ = problem_records(spec)
     prompts: list[NoveltyPrompt] = []
     seen: dict[str, str] = {}
     for where, record in records:
@@ -237,52 +277,6 @@ def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], stor
 
 
 # -- stage 2: partition and quality --------------------------------------------------------------------------
-def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
-    """Describe the classifier from its files (cheap: runs before any generation, so a typo fails fast)."""
-    from darling.classifier.export import META_FILE, read_export_meta
-
-    path = Path(str(config.classifier))
-    if (path / META_FILE).exists():
-        meta = read_export_meta(path)
-        threshold = meta["threshold"] if config.threshold is None else config.threshold
-        where = f"served by {', '.join(config.classifier_urls)}" if config.classifier_urls else "in-process"
-        return {"classifier": str(path), "kind": f"darling {meta['kind']} export, {where}", "threshold": threshold}
-    if not (path / "config.json").exists():
-        raise UserInputError(f"{path}: not a classifier directory (no darling.json or config.json)")
-    if config.classifier_urls:
-        raise UserInputError(f"{path}: --classifier-url needs a darling export (it holds the encoding)")
-    if config.threshold is None:
-        raise UserInputError(f"{path}: not a darling export, so give its decision threshold with --threshold")
-    return {"classifier": str(path), "kind": "HF sequence classifier, in-process", "threshold": config.threshold}
-
-
-def load_pair_scorer(config: NoveltyConfig, device: str | None):
-    """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
-    encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
-    from darling.classifier.export import META_FILE
-    from darling.classifier.loading import load_scorer
-    from darling.classifier.scoring import EquivalenceClassifier
-
-    path = Path(str(config.classifier))
-    if (path / META_FILE).exists():
-        batch_size = None if config.classifier_urls else config.batch_size  # forward passes here, not requests
-        scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
-    else:
-        from transformers import AutoModelForSequenceClassification
-
-        from darling.classifier.backbones import load_tokenizer
-        from darling.classifier.encoding import PairEncoder
-
-        model = AutoModelForSequenceClassification.from_pretrained(str(path))
-        if model.config.num_labels != 2:
-            raise UserInputError(f"{path}: a pair classifier needs 2 labels, this one has {model.config.num_labels}")
-        encoder = PairEncoder(load_tokenizer(str(path)), 128)
-        scorer = EquivalenceClassifier(model.to(device or "cpu"), encoder, batch_size=config.batch_size)
-    if config.threshold is not None:
-        scorer.threshold = config.threshold
-    return scorer
-
-
 def _device() -> str:
     import torch
 
@@ -293,24 +287,21 @@ def score_generations(
     config: NoveltyConfig, frame: pl.DataFrame, progress: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (distinct, utility) for
-    ``frame``: complete prompts only, sorted by (prompt_id, sample_index)."""
+    ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)), and the partition's counts."""
     from darling.progress import progress_bar
-    from darling.rl.partition import partition_texts
 
     by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
     groups = by_prompt["response"].to_list()
     device = _device()
     scorer = load_pair_scorer(config, device)
     classes: list[list[int]] = []
-    stats = {"pairs_total": 0, "pairs_decided": 0, "texts_embedded": 0}
+    stats = NoveltyPartitionStats()
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("partition", total=len(groups))
-        for start in range(0, len(groups), 256):  # one round batches pairs across many prompts
-            chunk, chunk_stats = partition_texts(groups[start : start + 256], scorer)
+        for start in range(0, len(groups), 256):  # one scorer call batches a step across many prompts
+            chunk, chunk_stats = partition_responses(groups[start : start + 256], scorer, config.partition)
             classes += chunk
-            stats["pairs_total"] += chunk_stats.pairs_total
-            stats["pairs_decided"] += chunk_stats.pairs_decided
-            stats["texts_embedded"] += chunk_stats.texts_embedded
+            stats.add(chunk_stats)
             bar.advance(task, len(chunk))
     if getattr(scorer, "client", None) is not None:  # served: close its HTTP connections
         scorer.client.close()
@@ -329,10 +320,12 @@ def score_generations(
     )
     per_prompt = by_prompt.drop("response").with_columns(
         pl.Series("distinct", [len(set(c)) for c in classes], dtype=pl.Int64),
-        pl.Series("utility", [novelty_utility(c, q, config.patience) for c, q in pairs], dtype=pl.Float64),
+        pl.Series(
+            "utility", [prompt_utility(c, q, config.utility, config.patience) for c, q in pairs], dtype=pl.Float64
+        ),
         pl.Series("mean_quality", [float(np.mean(q)) for _, q in pairs], dtype=pl.Float64),
     )
-    return scored, per_prompt, stats
+    return scored, per_prompt, asdict(stats)
 
 
 # -- the whole evaluation ------------------------------------------------------------------------------------
@@ -366,17 +359,22 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
     else:  # nothing complete: an empty report that says so (the CLI exits 1)
         scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
     quality = f"reward model, bucketed 1..{len(config.cut_points) + 1}" if config.reward_model else None
+    partition = {"method": config.partition, "decision": DECISIONS[config.partition],
+                 "definition": PARTITIONS[config.partition], **stats}  # fmt: skip
+    weighted = config.utility == NOVELTYBENCH  # the darling-fork mean has no patience: none is reported
+    utility = {"method": config.utility, "patience": config.patience if weighted else None,
+               "definition": UTILITIES[config.utility]}  # fmt: skip
     metrics = {
         **summarise(per_prompt),
         "n_prompts_incomplete": len(wanted) - len(complete_ids),
         "k": k,
-        "patience": config.patience,
+        "utility": utility,
         **classifier,
         "reward_model": config.reward_model,
         "cut_points": list(config.cut_points) if config.reward_model else None,
         "quality": quality or "none: quality = 1 for every response, so utility measures diversity only",
         "generation": generation,
-        "partition": stats,
+        "partition": partition,
     }
     write_outputs(Path(config.output), scored, per_prompt, metrics)
     return {**metrics, "run": counts}

@@ -23,7 +23,7 @@ def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, 
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(scored, output / "scores.parquet")
     atomic_write_parquet(per_prompt, output / "per_prompt.parquet")
-    plot_distributions(per_prompt, metrics["k"], output / "novelty.png")
+    plot_distributions(per_prompt, metrics["k"], output / "novelty.png", metric_names(metrics))
     atomic_write_bytes(output / "report.md", render_report(metrics).encode())
     atomic_write_bytes(output / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
 
@@ -41,7 +41,15 @@ def summarise(per_prompt: pl.DataFrame) -> dict[str, Any]:
     return {**means(per_prompt), "distinct_histogram": histogram, **extra}
 
 
-def plot_distributions(per_prompt: pl.DataFrame, k: int, path: Path) -> None:
+def metric_names(m: dict[str, Any]) -> tuple[str, str]:
+    """How a distinct and a utility figure were made, e.g. ("partition noveltybench", "utility noveltybench,
+    patience 0.8"): every number says which partition and which utility it comes from."""
+    utility = m["utility"]
+    patience = f", patience {utility['patience']}" if utility["patience"] is not None else ""
+    return f"partition {m['partition']['method']}", f"utility {utility['method']}{patience}"
+
+
+def plot_distributions(per_prompt: pl.DataFrame, k: int, path: Path, names: tuple[str, str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,10 +58,10 @@ def plot_distributions(per_prompt: pl.DataFrame, k: int, path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
     left.hist(per_prompt["distinct"].to_list(), bins=np.arange(0.5, k + 1.5), rwidth=0.85)
-    left.set(xlabel=f"distinct classes of {k} responses", ylabel="prompts", title="distinct per prompt")
+    left.set(xlabel=f"distinct classes of {k} responses", ylabel="prompts", title=f"distinct per prompt ({names[0]})")
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     right.hist(per_prompt["utility"].to_list(), bins=20)
-    right.set(xlabel="utility", ylabel="prompts", title="utility per prompt")
+    right.set(xlabel="utility", ylabel="prompts", title=f"per prompt ({names[1]})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -61,14 +69,21 @@ def plot_distributions(per_prompt: pl.DataFrame, k: int, path: Path) -> None:
 
 def render_report(m: dict[str, Any]) -> str:
     fmt = lambda x: "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"  # noqa: E731
-    g = m["generation"]
+    g, partition, utility = m["generation"], m["partition"], m["utility"]
+    distinct_name, utility_name = metric_names(m)
     source = f" (`{m['reward_model']}`, cut points {m['cut_points']})" if m["reward_model"] else ""
     lines = [
         f"# Novelty: {g['model']} on {g['prompts']}",
         "",
         f"k = {m['k']} responses per prompt ({g['engine']} engine, temperature {g['temperature']}, "
-        f"max {g['max_tokens']} tokens, seed {g['seed']}); classifier `{m['classifier']}` ({m['kind']}, "
-        f"threshold {m['threshold']}); patience {m['patience']}.",
+        f"max {g['max_tokens']} tokens, seed {g['seed']}); classifier `{m['classifier']}` ({m['kind']}), "
+        f"threshold {m['threshold']} ({m['threshold_source']}).",
+        "",
+        f"Partition `{partition['method']}`: {partition['definition']}. Equivalent when {partition['decision']}.",
+        "",
+        f"Utility `{utility['method']}`: {utility['definition']}"
+        + (f"; patience {utility['patience']}." if utility["patience"] is not None else "."),
+        "Credited: only the first response of each class, in generation order, earns its quality; repeats 0.",
         "",
         f"Quality: {m['quality']}{source}.",
         "",
@@ -76,24 +91,17 @@ def render_report(m: dict[str, Any]) -> str:
         "| --- | ---: |",
         f"| prompts scored | {m['n_prompts']} |",
         f"| prompts excluded (a failed generation; rerun to retry) | {m['n_prompts_incomplete']} |",
-        f"| mean distinct (of {m['k']}) | {fmt(m['mean_distinct'])} |",
-        f"| mean utility | {fmt(m['mean_utility'])} |",
-        f"| mean quality | {fmt(m['mean_quality'])} |",
+        f"| mean distinct (of {m['k']}; {distinct_name}) | {fmt(m['mean_distinct'])} |",
+        f"| mean utility ({utility_name}) | {fmt(m['mean_utility'])} |",
+        f"| mean quality (all responses) | {fmt(m['mean_quality'])} |",
     ]
     if m.get("per_category"):
-        lines += ["", "## Per category", "", "| category | prompts | mean distinct | mean utility |"]
-        lines += ["| --- | ---: | ---: | ---: |"]
+        lines += ["", "## Per category", "", f"Distinct by {distinct_name}; {utility_name}.", ""]
+        lines += ["| category | prompts | mean distinct | mean utility |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| {c} | {v['n_prompts']} | {fmt(v['mean_distinct'])} | {fmt(v['mean_utility'])} |"
                   for c, v in m["per_category"].items()]  # fmt: skip
     counts = m.get("distinct_histogram", {})
-    lines += ["", "## Distinct classes per prompt", "", "| distinct | prompts |", "| ---: | ---: |"]
+    lines += ["", f"## Distinct classes per prompt ({distinct_name})", "", "| distinct | prompts |", "| ---: | ---: |"]
     lines += [f"| {d} | {n} |" for d, n in counts.items()]
-    lines += [
-        "",
-        "![distinct and utility per prompt](novelty.png)",
-        "",
-        "Utility (NoveltyBench): only the first response of each class, in generation order, earns its quality; "
-        "credited qualities are averaged with weights patience^i over positions i = 0..k-1.",
-        "",
-    ]
+    lines += ["", "![distinct and utility per prompt](novelty.png)", ""]
     return "\n".join(lines)

@@ -1,6 +1,8 @@
 """`darling eval novelty`: NoveltyBench's utility and quality buckets by hand, partition-order effects, prompt
-validation, and an end-to-end CLI run (real SmolLM2 through the hf engine, a real MiniLM classifier export, a
-real one-output reward model) that resumes without regenerating and rescores with --no-generate."""
+validation, the partition and utility options on stored generations (short responses, where NoveltyBench's
+rule and union-find disagree), and an end-to-end CLI run (real SmolLM2 through the hf engine, a real MiniLM
+classifier export, a real one-output reward model) that resumes without regenerating and rescores with
+--no-generate. The partitions themselves: test_novelty_partition.py."""
 
 import json
 import os
@@ -10,7 +12,7 @@ import sys
 
 import polars as pl
 import pytest
-from helpers import SHARED, write_jsonl
+from helpers import NOVELTY_CURATED, write_jsonl
 
 from darling.errors import UserInputError
 from darling.evals.novelty import (
@@ -23,7 +25,7 @@ from darling.evals.novelty import (
 )
 from darling.rl.partition import partition_texts
 
-CURATED = SHARED / "data" / "noveltybench" / "curated.jsonl"
+CURATED = NOVELTY_CURATED  # NoveltyBench's 100 curated prompts, packaged (evals/resources, MIT)
 W = [1.0, 0.8, 0.64, 0.512]  # patience 0.8 ** i for k = 4; sum 2.952
 
 
@@ -111,6 +113,11 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     )
     assert result.returncode == 2 and "--threshold" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    result = darling("eval", "novelty", "--prompts", good, "--model", "m", "--classifier", tmp_path, "--partition",
+                     "transitive", "-o", tmp_path / "o")  # fmt: skip
+    assert result.returncode == 2 and "--partition: unknown 'transitive'; choose one of noveltybench, union-find" in (
+        result.stderr
+    )
 
 
 # -- end to end ----------------------------------------------------------------------------------------------
@@ -129,8 +136,6 @@ def minilm_reward_model(tmp_path_factory, minilm_path):
 @pytest.mark.slow
 def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_export, minilm_bi_export,
                                              minilm_reward_model):  # fmt: skip
-    if not CURATED.exists():
-        pytest.skip(f"{CURATED} is absent (../shared is only on development and CI machines)")
     out = tmp_path / "novelty"
     args = ["eval", "novelty", "--prompts", CURATED, "--limit", "2", "--model", "smollm2", "--k", "3",
             "--max-tokens", "24", "--classifier", minilm_export, "--reward-model", minilm_reward_model,
@@ -150,7 +155,10 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
         minilm_reward_model
     )
     assert metrics["per_category"]["Creativity"]["n_prompts"] == 2  # curated-0 and curated-1
-    assert metrics["partition"]["pairs_total"] == 2 * 3
+    assert metrics["threshold_source"] == "the export's calibrated threshold, darling.json"
+    assert metrics["partition"]["method"] == "noveltybench" and metrics["partition"]["pairs_total"] == 2 * 3
+    assert metrics["partition"]["decision"] == "P(equivalent) > threshold"
+    assert (metrics["utility"]["method"], metrics["utility"]["patience"]) == ("noveltybench", 0.8)
 
     scores = pl.read_parquet(out / "scores.parquet")
     assert scores.height == 2 * 3 and set(scores["status"]) == {"ok"}
@@ -163,13 +171,22 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
         mine = scores.filter(pl.col("prompt_id") == row["prompt_id"])
         assert 1 <= row["distinct"] == mine["class_id"].n_unique() <= 3
         assert row["utility"] == pytest.approx(novelty_utility(mine["class_id"], mine["quality"], 0.8))
-    assert "| prompts scored | 2 |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| prompts scored | 2 |" in report and "Partition `noveltybench`: NoveltyBench's greedy" in report
+    assert "| mean distinct (of 3; partition noveltybench) |" in report
+    assert "| mean utility (utility noveltybench, patience 0.8) |" in report
 
+    # The same command with the other partition and utility: the generations' identity is unchanged (nothing
+    # is generated again), and the report names what its numbers are.
     shards = sorted((out / "generations").glob("part-*.parquet"))
-    rerun = darling(*args)
+    rerun = darling(*args, "--partition", "union-find", "--utility", "darling-fork")
     assert rerun.returncode == 0, rerun.stderr
     assert "0 new, 6 already there, 0 failed" in rerun.stdout
     assert sorted((out / "generations").glob("part-*.parquet")) == shards
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["partition"]["method"], metrics["utility"]["method"]) == ("union-find", "darling-fork")
+    assert metrics["utility"]["patience"] is None
+    assert "| mean utility (utility darling-fork) |" in (out / "report.md").read_text()
 
     # Rescore the stored responses, no reward model, threshold 0 (every pair equivalent): one class per prompt.
     rescore = darling("eval", "novelty", "--no-generate", "--classifier", minilm_export, "--threshold", "0",
@@ -188,17 +205,19 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
     assert rescore.returncode == 0, rescore.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["kind"] == "darling bi-encoder export, in-process" and metrics["mean_distinct"] == 1
-    assert metrics["partition"]["pairs_decided"] == metrics["partition"]["pairs_total"] == 2 * 3
+    # Greedy: each prompt's first response takes the other two (P > 0), read from one embedding call's matrices.
+    assert (metrics["partition"]["pairs_compared"], metrics["partition"]["pairs_total"]) == (2 * 2, 2 * 3)
+    assert metrics["partition"]["scorer_calls"] == 1 and metrics["partition"]["texts_embedded"] <= 2 * 3
 
 
 class ScriptedEngine:
-    """A stand-in generator: fixed texts, and a failure for every prompt listed in ``fail`` (as an engine
-    reports a request whose retries ran out)."""
+    """A stand-in generator: fixed texts (``texts[prompt id]``, else "<id> answer <i>"), and a failure for every
+    prompt listed in ``fail`` (as an engine reports a request whose retries ran out)."""
 
     name = "scripted"
 
-    def __init__(self, fail=()):
-        self.fail, self.asked = set(fail), []
+    def __init__(self, fail=(), texts=None):
+        self.fail, self.asked, self.texts = set(fail), [], texts or {}
 
     def run(self, model, requests, on_result):
         from darling.datagen.engines import ChatResult, Completion
@@ -208,9 +227,8 @@ class ScriptedEngine:
             if r.key in self.fail:
                 on_result(ChatResult(r, error="TimeoutError: no answer after 5 attempts"))
             else:
-                on_result(
-                    ChatResult(r, tuple(Completion(f"{r.key} answer {i}", "stop", 3) for i in range(r.sampling.n)))
-                )
+                texts = self.texts.get(r.key) or [f"{r.key} answer {i}" for i in range(r.sampling.n)]
+                on_result(ChatResult(r, tuple(Completion(t, "stop", 3) for t in texts[: r.sampling.n])))
 
     def close(self):
         pass
@@ -234,3 +252,38 @@ def test_failed_generations_are_excluded_counted_and_retried(tmp_path, minilm_ex
     assert (second["n_prompts"], second["n_prompts_incomplete"]) == (2, 0)
     assert second["run"] == {"generated": 2, "failed": 0, "reused": 2}
     assert pl.read_parquet(tmp_path / "out" / "scores.parquet").height == 4
+
+
+@pytest.mark.slow
+def test_partition_and_utility_options_rescore_stored_generations(tmp_path, minilm_export):
+    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "colour", "prompt": "Name a colour."}])
+    # Short answers: NoveltyBench's rule decides them (shared lower-cased words x 2 >= the longer's word count):
+    # "Blue" ~ "blue sky" and "Red" ~ "red". Threshold 1.0: the real classifier never says equivalent, so
+    # union-find keeps all four apart. No reward model: quality 1, utility measures diversity only.
+    engine = ScriptedEngine(texts={"colour": ["Blue", "blue sky", "Red", "red"]})
+    base = dict(output=tmp_path / "out", prompts=str(prompts), model="m", k=4, classifier=str(minilm_export),
+                threshold=1.0)  # fmt: skip
+    first = evaluate_novelty(NoveltyConfig(**base), engine=engine)
+    assert first["mean_distinct"] == 2  # classes [0, 0, 1, 1]
+    assert first["mean_utility"] == pytest.approx((1 + 0.64) / 2.952)  # credited at positions 0 and 2
+    assert first["partition"]["method"] == "noveltybench" and first["utility"]["method"] == "noveltybench"
+    assert first["partition"]["pairs_short_rule"] == first["partition"]["pairs_compared"] == 3 + 1
+    assert first["partition"]["scorer_calls"] == 0 and first["threshold_source"] == "--threshold"
+
+    # Other options on the same output: the stored generations are reused (their identity is unchanged).
+    engine = ScriptedEngine()
+    fork = evaluate_novelty(NoveltyConfig(**base, utility="darling-fork"), engine=engine)
+    assert fork["mean_distinct"] == 2 and fork["mean_utility"] == pytest.approx(2 / 4)  # sum of credited / k
+    union = evaluate_novelty(NoveltyConfig(**base, partition="union-find", utility="darling-fork"), engine=engine)
+    assert union["mean_distinct"] == 4 and union["mean_utility"] == pytest.approx(1.0)
+    assert union["partition"]["pairs_compared"] == 6 and union["partition"]["pairs_short_rule"] == 0
+    assert engine.asked == [] and union["run"] == {"generated": 0, "failed": 0, "reused": 4}
+
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Partition `union-find`: DARLING's training partition" in report
+    assert "Equivalent when P(equivalent) >= threshold." in report and "threshold 1.0 (--threshold)" in report
+    assert "Utility `darling-fork`: DARLING's evaluation fork" in report and "patience 0.8" not in report
+    scores = pl.read_parquet(tmp_path / "out" / "scores.parquet")
+    assert scores["class_id"].to_list() == [0, 1, 2, 3]

@@ -1,0 +1,187 @@
+"""The classifier side of ``darling eval novelty``: which scorer and threshold, and how each prompt's k
+responses are partitioned into classes (``distinct`` = the number of classes).
+
+Two partitions, named in every report:
+
+- ``noveltybench`` (the default): NoveltyBench's own procedure (github.com/novelty-bench/novelty-bench,
+  ``src/partition.py`` at 5b22b53; DARLING's evaluation fork keeps it). Greedy in generation order: a
+  response that no earlier class took opens a class, and is then compared, as the class's first member, with
+  every later response still unassigned; a response joins the first class (in order of opening) whose first
+  member it matches. Match: ``P(equivalent | first member, response) > threshold`` (strictly; NoveltyBench's
+  DeBERTa uses 0.102, our exports their own calibrated threshold), except when neither response has more than
+  5 words: then ``2 * |shared lower-cased words| >= the longer one's word count`` decides and the classifier
+  is not asked. Not transitive: a~b and b~c leave c out of a's class when c does not match a.
+- ``union-find``: DARLING's training partition (``darling.rl.partition``, the RL reward's): every pair decided
+  at ``P >= threshold``, classes the transitive closure; no short-response rule.
+
+Probabilities come in batches: a bi-encoder embeds each response once and reads every comparison from the
+group's cosine matrix (``prob_matrices``); a cross-encoder gets all comparisons of one greedy step, across all
+prompts of a chunk, in one ``prob_equivalent`` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
+from darling.errors import UserInputError
+
+if TYPE_CHECKING:
+    from darling.evals.novelty import NoveltyConfig
+
+NOVELTYBENCH = "noveltybench"
+UNION_FIND = "union-find"
+PARTITIONS = {
+    NOVELTYBENCH: "NoveltyBench's greedy partition (src/partition.py): in generation order, each response is "
+    "compared with the first member of each earlier class and joins the first one where P(equivalent) > threshold; "
+    "when neither response has more than 5 words, shared lower-cased words x 2 >= the longer one's word count "
+    "decides instead of the classifier; not transitive",
+    UNION_FIND: "DARLING's training partition (union-find): every pair decided at P(equivalent) >= threshold, "
+    "classes are the transitive closure; no short-response rule",
+}
+DECISIONS = {NOVELTYBENCH: "P(equivalent) > threshold", UNION_FIND: "P(equivalent) >= threshold"}
+SHORT_RESPONSE_WORDS = 5  # NoveltyBench's maybe_test_equality: both responses at most this many words
+
+# P(equivalent) for a batch of (group, first member, response) comparisons, first member first.
+PairProbs = Callable[[list[tuple[int, int, int]]], Sequence[float]]
+
+
+@dataclass
+class NoveltyPartitionStats:
+    pairs_total: int = 0  # n(n-1)/2 per prompt: what deciding every pair would cost
+    pairs_compared: int = 0  # comparisons whose verdict the partition used
+    pairs_short_rule: int = 0  # of those, decided by the short-response rule without the classifier
+    scorer_calls: int = 0  # batched calls to the classifier
+    texts_embedded: int = 0  # bi-encoder: distinct responses through the encoder
+
+    def add(self, other: NoveltyPartitionStats) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def short_response_verdict(first: str, response: str) -> bool | None:
+    """NoveltyBench's rule for short responses: None (ask the classifier) unless both have at most 5
+    whitespace-separated words; then equivalent when twice the shared distinct lower-cased words reach the
+    longer one's word count (a word keeps its punctuation, as in ``str.split``)."""
+    a, b = first.strip().lower().split(), response.strip().lower().split()
+    longer = max(len(a), len(b))
+    if longer > SHORT_RESPONSE_WORDS:
+        return None
+    return len(set(a) & set(b)) * 2 >= longer
+
+
+def greedy_first_member(
+    groups: Sequence[Sequence[str]], probs: PairProbs, threshold: float
+) -> tuple[list[list[int]], NoveltyPartitionStats]:
+    """NoveltyBench's partition of every group, one greedy step of every group per call to ``probs``.
+
+    Step s of a group: its earliest unassigned response opens class s and is compared with every later
+    unassigned response. Within a step the comparisons are independent (all against the same first member),
+    so batching them across groups decides exactly what NoveltyBench's pair-by-pair loop decides."""
+    labels = [[-1] * len(g) for g in groups]
+    opened = [0] * len(groups)
+    stats = NoveltyPartitionStats(pairs_total=sum(len(g) * (len(g) - 1) // 2 for g in groups))
+    while True:
+        firsts = [(g, labels[g].index(-1)) for g in range(len(groups)) if -1 in labels[g]]
+        if not firsts:
+            break
+        step: list[tuple[int, int, int]] = []
+        for g, first in firsts:
+            labels[g][first] = opened[g]
+            opened[g] += 1
+            step += [(g, first, j) for j in range(first + 1, len(groups[g])) if labels[g][j] < 0]
+        verdicts = {c: short_response_verdict(groups[c[0]][c[1]], groups[c[0]][c[2]]) for c in step}
+        asked = [c for c in step if verdicts[c] is None]
+        if asked:
+            p = probs(asked)
+            if len(p) != len(asked):
+                raise RuntimeError(f"the pair classifier returned {len(p)} probabilities for {len(asked)} pairs")
+            verdicts.update({c: float(x) > threshold for c, x in zip(asked, p, strict=True)})
+            stats.scorer_calls += 1
+        for g, first, j in step:
+            if verdicts[(g, first, j)]:
+                labels[g][j] = labels[g][first]
+        stats.pairs_compared += len(step)
+        stats.pairs_short_rule += len(step) - len(asked)
+    return labels, stats
+
+
+def scorer_probs(groups: Sequence[Sequence[str]], scorer: EquivalenceScorer) -> PairProbs:
+    """``probs`` for ``greedy_first_member`` from a scorer of either kind, in-process or served. A bi-encoder
+    embeds every response of ``groups`` in one call, up front, and each comparison is read from its group's
+    cosine matrix; a cross-encoder is asked the (first member, response) pairs, in that order."""
+    if isinstance(scorer, EmbeddingScorer):
+        matrices = scorer.prob_matrices(groups)
+        return lambda batch: [matrices[g][i, j] for g, i, j in batch]
+    return lambda batch: scorer.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])
+
+
+def partition_responses(
+    groups: Sequence[Sequence[str]], scorer: EquivalenceScorer, method: str
+) -> tuple[list[list[int]], NoveltyPartitionStats]:
+    """Class labels per group (numbered in order of first appearance) by ``method``, at ``scorer.threshold``."""
+    from darling.rl.partition import partition_texts
+
+    if method == UNION_FIND:
+        classes, s = partition_texts(groups, scorer)
+        return classes, NoveltyPartitionStats(s.pairs_total, s.pairs_decided, 0, s.rounds, s.texts_embedded)
+    if method != NOVELTYBENCH:
+        raise UserInputError(f"unknown partition {method!r}; choose one of {', '.join(PARTITIONS)}")
+    classes, stats = greedy_first_member(groups, scorer_probs(groups, scorer), scorer.threshold)
+    if isinstance(scorer, EmbeddingScorer):  # every comparison came from the matrices: one embedding call
+        stats.texts_embedded = len({t for g in groups for t in g})
+        stats.scorer_calls = int(stats.texts_embedded > 0)
+    return classes, stats
+
+
+# -- the classifier ------------------------------------------------------------------------------------------
+def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
+    """Describe the classifier from its files (cheap: runs before any generation, so a typo fails fast)."""
+    from darling.classifier.export import META_FILE, read_export_meta
+
+    path = Path(str(config.classifier))
+    given = config.threshold is not None
+    if (path / META_FILE).exists():
+        meta = read_export_meta(path)
+        where = f"served by {', '.join(config.classifier_urls)}" if config.classifier_urls else "in-process"
+        source = "--threshold" if given else "the export's calibrated threshold, darling.json"
+        return {"classifier": str(path), "kind": f"darling {meta['kind']} export, {where}",
+                "threshold": config.threshold if given else meta["threshold"], "threshold_source": source}  # fmt: skip
+    if not (path / "config.json").exists():
+        raise UserInputError(f"{path}: not a classifier directory (no darling.json or config.json)")
+    if config.classifier_urls:
+        raise UserInputError(f"{path}: --classifier-url needs a darling export (it holds the encoding)")
+    if not given:
+        raise UserInputError(f"{path}: not a darling export, so give its decision threshold with --threshold")
+    return {"classifier": str(path), "kind": "HF sequence classifier, in-process", "threshold": config.threshold,
+            "threshold_source": "--threshold"}  # fmt: skip
+
+
+def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceScorer:
+    """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
+    encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
+    from darling.classifier.export import META_FILE
+    from darling.classifier.loading import load_scorer
+    from darling.classifier.scoring import EquivalenceClassifier
+
+    path = Path(str(config.classifier))
+    if (path / META_FILE).exists():
+        batch_size = None if config.classifier_urls else config.batch_size  # forward passes here, not requests
+        scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
+    else:
+        from transformers import AutoModelForSequenceClassification
+
+        from darling.classifier.backbones import load_tokenizer
+        from darling.classifier.encoding import PairEncoder
+
+        model = AutoModelForSequenceClassification.from_pretrained(str(path))
+        if model.config.num_labels != 2:
+            raise UserInputError(f"{path}: a pair classifier needs 2 labels, this one has {model.config.num_labels}")
+        encoder = PairEncoder(load_tokenizer(str(path)), 128)
+        scorer = EquivalenceClassifier(model.to(device or "cpu"), encoder, batch_size=config.batch_size)
+    if config.threshold is not None:
+        scorer.threshold = config.threshold
+    return scorer
