@@ -16,6 +16,15 @@ from darling.classifier.encoding import TextEncoder
 from darling.classifier.scoring import BiEncoderClassifier
 from darling.schemas import LabelledPair
 
+# RoBERTa-family encoders number positions from padding_idx + 1, so two of their position slots are never usable.
+OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "mpnet": 2, "camembert": 2}
+
+
+def default_budget(config) -> int:
+    """Tokens per response that fit the backbone's positions beside its two special tokens."""
+    positions = min(getattr(config, "max_position_embeddings", 2050), 8194)
+    return positions - 2 - OFFSET_POSITIONS.get(getattr(config, "model_type", ""), 0)
+
 
 def zero_shot_classifier(
     backbone: str,
@@ -27,11 +36,11 @@ def zero_shot_classifier(
 ) -> BiEncoderClassifier:
     """``backbone`` untrained; a, b by logistic regression and the threshold by ``objective`` on ``fit_pairs``.
 
-    The default budget is the backbone's positions minus its two special tokens (MiniLM: 510)."""
+    The default budget is the backbone's usable positions minus its two special tokens (MiniLM: 510; MPNet: 510)."""
     path = resolve_backbone(backbone)
     hf_model = load_backbone_encoder(path, trust_remote_code)
     if max_tokens_per_response is None:
-        max_tokens_per_response = min(getattr(hf_model.config, "max_position_embeddings", 2050), 8194) - 2
+        max_tokens_per_response = default_budget(hf_model.config)
     encoder = TextEncoder(load_tokenizer(path, trust_remote_code), max_tokens_per_response)
     clf = BiEncoderClassifier(BiEncoder(hf_model, backbone_pooling(path, hf_model.config)), encoder,
                               batch_size=batch_size)  # fmt: skip

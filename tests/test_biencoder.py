@@ -220,3 +220,22 @@ def test_zero_shot_fits_the_cosine_map_and_threshold_on_the_fit_pairs(tiny_bert_
     probs = clf.prob_equivalent([p.texts for p in pairs])
     np.testing.assert_allclose(probs, ref.predict_proba(cos.reshape(-1, 1))[:, 1], atol=1e-4)
     assert 0.0 < clf.threshold < 1.0
+
+
+def test_zero_shot_default_budget_fits_a_roberta_family_encoder(tmp_path, minilm_path):
+    """MPNet/RoBERTa number positions from padding_idx + 1: at the default budget an over-long text must still
+    fit (the bare positions-minus-two budget indexed past the position table: IndexError)."""
+    from transformers import AutoTokenizer, MPNetConfig, MPNetModel
+
+    from darling.classifier.zero_shot import zero_shot_classifier
+
+    torch.manual_seed(0)
+    config = MPNetConfig(vocab_size=30527, hidden_size=64, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=128, max_position_embeddings=34)  # fmt: skip
+    MPNetModel(config).save_pretrained(tmp_path / "mpnet")
+    AutoTokenizer.from_pretrained(minilm_path).save_pretrained(tmp_path / "mpnet")
+    long_text = " ".join(f"word{i}" for i in range(200))
+    pairs = [LabelledPair("p", long_text, "short", 1), LabelledPair("q", "alpha beta", long_text, 0)]
+    clf = zero_shot_classifier(str(tmp_path / "mpnet"), pairs)
+    assert clf.encoder.max_tokens_per_response == 30
+    assert clf.prob_equivalent([(long_text, long_text)]).shape == (1,)
