@@ -35,7 +35,7 @@ from darling.classifier.calibration import binary_metrics, bootstrap_intervals, 
 from darling.classifier.config import build_config
 from darling.classifier.data import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.train import train_classifier
-from darling.schemas import LabelledPair
+from darling.core.schemas import LabelledPair
 
 TEST_SEED = 1234
 TEST_FRACTION = 0.15

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+from darling.core.local_models import smollm2_dir
+from darling.core.openai_engine import OpenAIEngine
 from darling.datagen.judge import JudgeConfig, label_pairs
-from darling.datagen.openai_engine import OpenAIEngine
 from darling.datagen.pairs import PairConfig, build_pairs
 from darling.datagen.rollouts import GeneratorSpec, RolloutConfig, generate_rollouts, import_champ
-from darling.local_models import smollm2_dir
 
 PROBLEMS = "gsm8k"  # the packaged GSM8K test set (darling.datagen.problems), by name
 

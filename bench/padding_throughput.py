@@ -17,11 +17,12 @@ import time
 
 import torch
 
-from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
+from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
 from darling.classifier.config import PRESETS
 from darling.classifier.data import load_pairs
 from darling.classifier.datamodule import EncodedPairs, LengthBucketBatchSampler, RandomBatchSampler
 from darling.classifier.encoding import PairEncoder
+from darling.core.local_models import load_tokenizer
 
 
 def padding_fraction(batches, lengths=None, pad_to=None) -> float:

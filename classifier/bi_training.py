@@ -27,8 +27,8 @@ from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.datamodule import BucketedDataModule
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
-from darling.classifier.module import _PairModule, freeze_lower_layers
-from darling.schemas import LabelledPair
+from darling.classifier.module import PairModuleBase, freeze_lower_layers
+from darling.core.schemas import LabelledPair
 
 BI_LOSSES = ("bce", "cosent")
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def cosent_loss(cos: torch.Tensor, labels: torch.Tensor, scale: float = COSENT_S
     return torch.logsumexp(torch.cat([diffs.new_zeros(1), diffs]), dim=0)
 
 
-class BiEncoderModule(_PairModule):
+class BiEncoderModule(PairModuleBase):
     """The bi-encoder kind's training step: one pass over both sides of every pair, the chosen pair loss."""
 
     def __init__(self, model: BiEncoder, config: ClassifierTrainConfig, weights: list[float] | None = None):

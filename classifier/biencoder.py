@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 POOLINGS = ("mean", "cls", "last")
 # sentence-transformers' 1_Pooling/config.json keys, in the form vLLM reads them.

@@ -19,11 +19,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from darling.classifier.backbones import EQUIVALENT_INDEX, load_tokenizer
+from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import BI_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import read_export_meta
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer, PairScorer
+from darling.core.local_models import load_tokenizer
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 

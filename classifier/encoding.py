@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 QWEN_CLS_TOKEN = "<|im_start|>"
 QWEN_SEP_TOKEN = "<|im_end|>"

@@ -22,8 +22,8 @@ from darling.classifier.backbones import EQUIVALENT_INDEX, LABEL_NAMES
 from darling.classifier.biencoder import ST_POOLING_KEYS, BiEncoder, is_encoder_only
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.errors import UserInputError
-from darling.readers import read_text
+from darling.core.errors import UserInputError
+from darling.core.readers import read_text
 
 EXPORT_FORMAT_VERSION = 2  # 2: "kind" (cross-encoder | bi-encoder); a file without it is a cross-encoder
 META_FILE = "darling.json"

@@ -64,7 +64,7 @@ def freeze_lower_layers(model, n_layers: int) -> None:
             p.requires_grad = False
 
 
-class _PairModule(L.LightningModule):
+class PairModuleBase(L.LightningModule):
     """What both kinds share: validation AUC, warm-up + cosine AdamW with a separate rate for new heads.
 
     Gradient accumulation is Lightning's ``accumulate_grad_batches``: its automatic optimisation divides
@@ -130,7 +130,7 @@ class _PairModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
-class PairClassifierModule(_PairModule):
+class PairClassifierModule(PairModuleBase):
     """The cross-encoder: an ``AutoModelForSequenceClassification`` (num_labels=2) with class-weighted CE."""
 
     def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):

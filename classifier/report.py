@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from darling.classifier.calibration import binary_metrics, bootstrap_intervals
-from darling.schemas import LabelledPair
+from darling.core.schemas import LabelledPair
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict, load_tokenizer
+from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict
 from darling.classifier.biencoder import BiEncoder
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import read_export_meta
+from darling.core.local_models import load_tokenizer
 
 Pair = tuple[str, str]
 

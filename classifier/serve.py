@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 
 def default_vllm_python() -> str:

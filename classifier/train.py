@@ -14,7 +14,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
-from darling.classifier.backbones import load_sequence_classifier, load_tokenizer, resolve_backbone
+from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
 from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule, init_affine
 from darling.classifier.biencoder import BiEncoder, backbone_pooling, load_backbone_encoder
 from darling.classifier.calibration import choose_threshold
@@ -27,8 +27,9 @@ from darling.classifier.layer_cache import can_cache
 from darling.classifier.module import PairClassifierModule, class_weights
 from darling.classifier.report import write_report
 from darling.classifier.scoring import BiEncoderClassifier, EquivalenceClassifier, EquivalenceScorer
-from darling.errors import UserInputError
-from darling.schemas import LabelledPair
+from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
+from darling.core.schemas import LabelledPair
 
 log = logging.getLogger(__name__)
 

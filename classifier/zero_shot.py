@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from darling.classifier.backbones import load_tokenizer, resolve_backbone
+from darling.classifier.backbones import resolve_backbone
 from darling.classifier.biencoder import BiEncoder, backbone_pooling, fit_affine, load_backbone_encoder
 from darling.classifier.calibration import choose_threshold
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.scoring import BiEncoderClassifier
-from darling.schemas import LabelledPair
+from darling.core.local_models import load_tokenizer
+from darling.core.schemas import LabelledPair
 
 # RoBERTa-family encoders number positions from padding_idx + 1, so two of their position slots are never usable.
 OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "mpnet": 2, "camembert": 2}

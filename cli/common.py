@@ -18,7 +18,7 @@ out = Console()
 
 def _holds_no_results(folder: Path) -> bool:
     """Only bookkeeping inside: settings records (``run.json``), interrupted temporary files, empty folders."""
-    from darling.datagen.shards import RUN_FILE
+    from darling.core.shards import RUN_FILE
 
     files = (p for p in folder.rglob("*") if not p.is_dir())
     return all(p.name == RUN_FILE or (p.name.startswith(".") and p.name.endswith(".tmp")) for p in files)
@@ -44,8 +44,8 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from darling.errors import UserInputError
-        from darling.readers import one_line
+        from darling.core.errors import UserInputError
+        from darling.core.readers import one_line
 
         output = kwargs.get("output")
         created = _first_missing(output) if isinstance(output, Path) else None

@@ -39,7 +39,7 @@ def engine_options(
     tensor_parallel_size: int,
     threads: int | None,
 ) -> dict[str, Any]:
-    from darling.errors import UserInputError
+    from darling.core.errors import UserInputError
 
     if engine == "openai":
         if not base_url:
@@ -119,6 +119,7 @@ def rollouts_cmd(
         darling datagen rollouts --problems agentica-org/DeepScaleR-Preview-Dataset --engine vllm \\
             --generators generators.toml --tensor-parallel-size 4 --output runs/rollouts
     """
+    from darling.core.errors import UserInputError
     from darling.datagen.rollouts import (
         DEFAULT_SYSTEM_PROMPT,
         GeneratorSpec,
@@ -127,7 +128,6 @@ def rollouts_cmd(
         import_champ,
         load_generator_config,
     )
-    from darling.errors import UserInputError
 
     if import_ is not None:
         if import_ != "champ":

@@ -66,7 +66,7 @@ def rl_train_cmd(
     Multi-GPU: `accelerate launch --config_file deepspeed_zero3.yaml -m darling rl-train --preset paper-math
     --classifier runs/qwen3-clf --classifier-url http://node1:8000 --output runs/rl` (see README).
     """
-    from darling.errors import UserInputError
+    from darling.core.errors import UserInputError
     from darling.rl.train import build_config, rl_train
 
     if diversity not in ("on", "off"):

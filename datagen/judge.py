@@ -20,12 +20,12 @@ from typing import Any
 
 import polars as pl
 
-from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.core.errors import UserInputError
+from darling.core.readers import read_text
+from darling.core.schemas import JUDGE_COLUMNS, polars_schema, stable_id
+from darling.core.shards import ShardStore, atomic_write_parquet
 from darling.datagen.pairs import read_pairs
-from darling.datagen.shards import ShardStore, atomic_write_parquet
-from darling.errors import UserInputError
-from darling.readers import read_text
-from darling.schemas import JUDGE_COLUMNS, polars_schema, stable_id
 
 LABELLED_FILE = "labelled.parquet"
 RECORDS_DIR = "records"
@@ -196,8 +196,8 @@ def validate(config: JudgeConfig) -> None:
 
 
 def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
-    from darling.datagen.engines import make_engine
-    from darling.progress import progress_bar
+    from darling.core.engines import make_engine
+    from darling.core.progress import progress_bar
 
     validate(config)
     template = load_prompt(config.prompt_file)

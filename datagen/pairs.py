@@ -24,11 +24,11 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.errors import UserInputError
+from darling.core.readers import one_line
+from darling.core.schemas import PAIR_COLUMNS, polars_schema, stable_id
+from darling.core.shards import atomic_write_bytes, atomic_write_parquet
 from darling.datagen.rollouts import read_rollouts
-from darling.datagen.shards import atomic_write_bytes, atomic_write_parquet
-from darling.errors import UserInputError
-from darling.readers import one_line
-from darling.schemas import PAIR_COLUMNS, polars_schema, stable_id
 
 PAIRS_FILE = "pairs.parquet"
 SUMMARY_FILE = "summary.json"
@@ -138,7 +138,7 @@ def _pool(workers: int):
 
 
 def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
-    from darling.progress import progress_bar
+    from darling.core.progress import progress_bar
 
     if config.max_pairs_per_problem is not None and config.max_pairs_per_problem < 1:
         raise UserInputError("--max-pairs-per-problem must be >= 1")

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from darling.core.errors import UserInputError
+from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
+from darling.core.schemas import stable_id
 from darling.datagen.answers import reference_from_text
-from darling.errors import UserInputError
-from darling.readers import iter_dataset, iter_jsonl, iter_parquet
-from darling.schemas import stable_id
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
 ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")

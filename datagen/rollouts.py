@@ -15,12 +15,12 @@ from typing import Any
 
 import polars as pl
 
-from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.core.errors import UserInputError
+from darling.core.readers import read_structured
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
+from darling.core.shards import ShardStore
 from darling.datagen.problems import Problem, load_problems
-from darling.datagen.shards import ShardStore
-from darling.errors import UserInputError
-from darling.readers import read_structured
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that solves math problems step by step."
 DEFAULT_USER_TEMPLATE = "{problem}\n\nReason step by step, and put your final answer within \\boxed{}."
@@ -244,8 +244,8 @@ def plan_requests(config: RolloutConfig, problems: list[Problem], done: set[tupl
 
 
 def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progress: bool = True) -> RolloutSummary:
-    from darling.datagen.engines import make_engine
-    from darling.progress import progress_bar
+    from darling.core.engines import make_engine
+    from darling.core.progress import progress_bar
 
     if not config.generators:
         raise UserInputError("no generator models: give --model (repeatable) or --generators FILE")
@@ -288,8 +288,8 @@ def import_champ(output: Path, limit: int | None = None, chunk: int = 10, progre
     Graded and written ``chunk`` problems per shard (grading all takes minutes), so a killed import
     resumes where it stopped. ``limit``: the first N problems (a larger limit later extends the output).
     """
+    from darling.core.progress import progress_bar
     from darling.datagen.champ import champ_identifiers, import_champ_rollouts
-    from darling.progress import progress_bar
 
     store = ShardStore(output, ROLLOUT_COLUMNS, ROLLOUT_KEY)
     store.check_settings({"import": "champ"}, what="the source")

@@ -22,7 +22,7 @@ from darling.classifier.data import load_pairs
 from darling.classifier.export import read_export_meta
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 COMPARED = ("accuracy", "balanced_accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n")
 

@@ -46,9 +46,9 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.errors import UserInputError
+from darling.core.shards import SHARD_GLOB, atomic_write_bytes
 from darling.datagen.rollouts import DEFAULT_SYSTEM_PROMPT, GeneratorSpec, RolloutConfig, read_rollouts
-from darling.datagen.shards import SHARD_GLOB, atomic_write_bytes
-from darling.errors import UserInputError
 
 GENERATIONS = "generations"
 
@@ -146,7 +146,7 @@ def _check(config: MathEvalConfig) -> None:
 
 def generate(config: MathEvalConfig, datasets: list[tuple[str, str]]) -> dict[str, int]:
     """Fill ``generations/<dataset>/<model>/``; models outermost so one engine loads each model once."""
-    from darling.datagen.engines import make_engine
+    from darling.core.engines import make_engine
     from darling.datagen.rollouts import generate_rollouts
 
     engine = make_engine(config.engine, **config.engine_options)

@@ -35,9 +35,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from darling.datagen.engines import ChatRequest, ChatResult, Engine, Sampling
-from darling.datagen.shards import RUN_FILE, ShardStore
-from darling.errors import UserInputError
+from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
+from darling.core.errors import UserInputError
+from darling.core.reward_model import RewardModel
+from darling.core.schemas import stable_id
+from darling.core.shards import RUN_FILE, ShardStore
 from darling.evals.novelty_partition import (
     DECISIONS,
     NOVELTYBENCH,
@@ -47,8 +49,6 @@ from darling.evals.novelty_partition import (
     load_pair_scorer,
     partition_responses,
 )
-from darling.reward_model import RewardModel
-from darling.schemas import stable_id
 
 # NoveltyBench's reward-model score -> 1..10 cut points (Skywork-Reward-Gemma-2-27B-v0.2), src/score.py.
 NOVELTYBENCH_CUT_POINTS = (-7.71875, -6.28125, -6.0, -5.71875, -5.5, -5.0, -4.375, -3.4375, -2.046875)
@@ -223,8 +223,8 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
 def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore,
                        engine: Engine | None, progress: bool) -> dict[str, int]:  # fmt: skip
     """Ask the engine for every missing or failed sample; rows are flushed every ``shard_size`` rows."""
-    from darling.datagen.engines import make_engine
-    from darling.progress import progress_bar
+    from darling.core.engines import make_engine
+    from darling.core.progress import progress_bar
 
     existing = store.read()
     done = {tuple(k) for k in existing.filter(pl.col("status") == "ok").select(GENERATION_KEY).iter_rows()}
@@ -288,7 +288,7 @@ def score_generations(
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (distinct, utility) for
     ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)), and the partition's counts."""
-    from darling.progress import progress_bar
+    from darling.core.progress import progress_bar
 
     by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
     groups = by_prompt["response"].to_list()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from darling.evals.novelty import NoveltyConfig
@@ -174,8 +174,8 @@ def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceSc
     else:
         from transformers import AutoModelForSequenceClassification
 
-        from darling.classifier.backbones import load_tokenizer
         from darling.classifier.encoding import PairEncoder
+        from darling.core.local_models import load_tokenizer
 
         model = AutoModelForSequenceClassification.from_pretrained(str(path))
         if model.config.num_labels != 2:

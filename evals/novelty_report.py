@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from darling.datagen.shards import atomic_write_bytes, atomic_write_parquet
+from darling.core.shards import atomic_write_bytes, atomic_write_parquet
 
 EMPTY_PER_PROMPT = {"prompt_id": pl.String, "category": pl.String, "distinct": pl.Int64, "utility": pl.Float64,
                     "mean_quality": pl.Float64}  # fmt: skip

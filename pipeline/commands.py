@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from darling import __version__
-from darling.datagen.shards import atomic_write_bytes
+from darling.core.shards import atomic_write_bytes
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import ACCELERATE_ZERO3, COMPACT_JUDGE_PROMPT, NOVELTY_PROMPTS, PAPER_GENERATORS
 

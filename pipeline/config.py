@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 PRESET_NAMES = ("cpu", "paper")
 # Not part of a run's identity: they change how fast or where a run goes, not what it computes.

@@ -12,8 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import packaged_problem_file
-from darling.datagen.shards import atomic_write_bytes
 from darling.pipeline.commands import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
 

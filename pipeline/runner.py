@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from darling.datagen.shards import atomic_write_bytes
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+from darling.core.shards import atomic_write_bytes
 from darling.pipeline.commands import STAGES, StageCommands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.report import write_manifest, write_report

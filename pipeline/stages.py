@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from darling.datagen.shards import atomic_write_bytes
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+from darling.core.shards import atomic_write_bytes
 from darling.pipeline.commands import EVAL_NAME, classifier_overrides, eval_models, input_files, rollout_generators
 from darling.pipeline.config import PipelineConfig
 
@@ -197,7 +197,7 @@ def _max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
 
 
 def rl(ctx: Context) -> dict[str, Any]:
-    from darling.local_models import resolve_model
+    from darling.core.local_models import resolve_model
     from darling.rl.train import build_config, rl_train
 
     c, out = ctx.config, ctx.run / "rl"

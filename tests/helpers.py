@@ -30,7 +30,7 @@ def build_qwen_tokenizer():
     from transformers import PreTrainedTokenizerFast
     from transformers.integrations.tiktoken import TikTokenConverter
 
-    from darling.classifier.backbones import package_dir
+    from darling.core.local_models import package_dir
 
     root = package_dir("qwen_tokenizer")
     if root is None:

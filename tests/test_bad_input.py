@@ -3,7 +3,7 @@ user runs them; generator lists, configs, exports, rollouts folders and judge in
 
 Each case: exit code 2, exactly one line on stderr naming the file (and the line or row and field where there
 is one), no traceback, and the --output folder never created. Pairs, problems and prompts go through one
-reader (darling.readers), so the whole set of broken JSONL/Parquet/folder inputs is tried on the first
+reader (darling.core.readers), so the whole set of broken JSONL/Parquet/folder inputs is tried on the first
 command of each kind and the two the issue found on every other command that reads the same kind.
 """
 
@@ -206,7 +206,7 @@ def test_a_utf8_bom_and_blank_lines_are_fine(tmp_path):
 
 
 def test_messages_of_libraries_are_one_line():
-    from darling.readers import one_line
+    from darling.core.readers import one_line
 
     assert one_line("unable to find column 'x'\n\nResolved plan:\n\t---> FAILED") == (
         "unable to find column 'x' Resolved plan: ---> FAILED"

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from helpers import assert_one_line_error, darling, write_jsonl
 
-from darling.schemas import PAIR_COLUMNS
+from darling.core.schemas import PAIR_COLUMNS
 
 GOOD_PAIR = {"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 1}
 GOOD_PROBLEM = {"problem": "What is 1 + 1?", "answer": "2"}

@@ -15,14 +15,14 @@ from helpers import synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
 from darling.classifier import BiEncoderClassifier, EmbeddingScorer, EquivalenceClassifier, TextEncoder
-from darling.classifier.backbones import load_tokenizer
 from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule, cosent_loss
 from darling.classifier.biencoder import BiEncoder, pool
 from darling.classifier.config import build_config
 from darling.classifier.train import train_classifier
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
+from darling.core.schemas import LabelledPair
 from darling.rl.partition import partition_texts
-from darling.schemas import LabelledPair
 
 
 def bi_config(backbone, **overrides):

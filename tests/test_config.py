@@ -1,7 +1,7 @@
 import pytest
 
 from darling.classifier.config import PRESETS, build_config, parse_set_options
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 
 def test_paper_preset_is_the_paper_schedule():

@@ -5,7 +5,7 @@ import pytest
 from helpers import write_jsonl
 
 from darling.classifier.data import PairSet, load_pairs, split_pairs
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 GOOD = {"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 1}
 

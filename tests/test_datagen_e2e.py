@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from darling.datagen.shards import SHARD_GLOB
+from darling.core.shards import SHARD_GLOB
 
 pytestmark = pytest.mark.vllm
 GSM8K = "gsm8k"  # the packaged GSM8K test set, by name

@@ -9,6 +9,9 @@ import sys
 import polars as pl
 import pytest
 
+from darling.core.errors import UserInputError
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
+from darling.core.shards import ShardStore
 from darling.datagen.judge import (
     DEFAULT_PROMPT,
     decide,
@@ -19,9 +22,6 @@ from darling.datagen.judge import (
     render_prompt,
 )
 from darling.datagen.pairs import PairConfig, answer_classes, build_pairs, read_pairs
-from darling.datagen.shards import ShardStore
-from darling.errors import UserInputError
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
 
 
 def rollout(problem_id, model, index, response, answer, correct=True, status="ok"):
@@ -61,8 +61,8 @@ def test_a_killed_writer_never_leaves_a_visible_half_shard(tmp_path):
     """kill -9 a process in the middle of writing big shards: only complete shards are ever visible."""
     script = f"""
 import polars as pl
-from darling.datagen.shards import ShardStore
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+from darling.core.shards import ShardStore
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
 store = ShardStore({str(tmp_path / "out")!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY)
 for k in range(10_000):
     store.append([dict(rollout_id=str(i), problem_id=str(k), model="m", sample_index=i, response="x" * 2000,
@@ -85,8 +85,8 @@ def test_a_second_process_writing_the_same_shard_folder_is_refused(tmp_path):
     """Two writers would both number their next part alike and one would replace the other's: the second is
     refused with one line naming the folder and the writer's pid, and nothing of the first's is lost."""
     script = f"""
-from darling.datagen.shards import ShardStore
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+from darling.core.shards import ShardStore
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
 store = ShardStore({str(tmp_path)!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY)
 store.append([dict(rollout_id="1", problem_id="p", model="m", sample_index=0, response="x", status="ok")])
 print("written", flush=True)
@@ -115,8 +115,8 @@ def test_threads_racing_for_a_part_number_never_overwrite_each_other(tmp_path):
     del store  # the last store writing the folder is gone: its lock with it, so another process may write
     gc.collect()
     script = f"""
-from darling.datagen.shards import ShardStore
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+from darling.core.shards import ShardStore
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
 ShardStore({str(tmp_path)!r}, ROLLOUT_COLUMNS, ROLLOUT_KEY).append(
     [dict(rollout_id="x", problem_id="q", model="m", sample_index=0, response="x", status="ok")])
 """

@@ -1,8 +1,8 @@
 import pytest
 
-from darling.classifier.backbones import load_tokenizer
 from darling.classifier.encoding import PairEncoder
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
 
 
 def test_qwen_format_uses_chat_markers_as_cls_and_sep(qwen_tokenizer):

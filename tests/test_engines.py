@@ -19,9 +19,9 @@ import pytest
 import torch
 
 from darling.classifier.serving import cpu_server_env, free_port
-from darling.datagen.engines import ChatRequest, ChatResult, HFEngine, Sampling, VLLMEngine, make_engine
-from darling.datagen.openai_engine import OpenAIEngine
-from darling.errors import UserInputError
+from darling.core.engines import ChatRequest, ChatResult, HFEngine, Sampling, VLLMEngine, make_engine
+from darling.core.errors import UserInputError
+from darling.core.openai_engine import OpenAIEngine
 
 torch.set_num_threads(1)
 
@@ -279,7 +279,7 @@ def test_run_from_inside_an_event_loop(fault_server):
 
 VLLM_SCRIPT = """
 import json, sys
-from darling.datagen.engines import ChatRequest, Sampling, VLLMEngine
+from darling.core.engines import ChatRequest, Sampling, VLLMEngine
 engine = VLLMEngine(dtype="float32", max_model_len=512, seed=0,
                     llm_kwargs={"enforce_eager": True, "kv_cache_memory_bytes": 64 << 20})
 requests = [ChatRequest(i, ({"role": "user", "content": q},), Sampling(n=2, temperature=0.8, max_tokens=12, seed=i))

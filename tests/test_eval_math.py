@@ -9,13 +9,13 @@ import polars as pl
 import pytest
 from helpers import assert_one_line_error, darling, write_jsonl
 
-from darling.datagen.engines import Sampling
+from darling.core.engines import Sampling
+from darling.core.errors import UserInputError
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+from darling.core.shards import ShardStore
 from darling.datagen.problems import Problem
 from darling.datagen.rollouts import GeneratorSpec, finish_rows, rollout_row
-from darling.datagen.shards import ShardStore
-from darling.errors import UserInputError
 from darling.evals.math import MathEvalConfig, default_ks, evaluate_math, ks_for, parse_model, pass_at_k
-from darling.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
 
 # --- the estimator ----------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from helpers import NOVELTY_CURATED, write_jsonl
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 from darling.evals.novelty import (
     NOVELTYBENCH_CUT_POINTS,
     credited_quality,
@@ -220,7 +220,7 @@ class ScriptedEngine:
         self.fail, self.asked, self.texts = set(fail), [], texts or {}
 
     def run(self, model, requests, on_result):
-        from darling.datagen.engines import ChatResult, Completion
+        from darling.core.engines import ChatResult, Completion
 
         for r in requests:
             self.asked.append((r.key, r.sampling.n))

@@ -4,13 +4,13 @@ import lightning as L
 import pytest
 import torch
 
-from darling.classifier.backbones import load_tokenizer
 from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule
 from darling.classifier.biencoder import BiEncoder
 from darling.classifier.config import build_config
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import can_cache, frozen_states, pad_states, top_layers
-from darling.schemas import LabelledPair
+from darling.core.local_models import load_tokenizer
+from darling.core.schemas import LabelledPair
 
 
 @pytest.mark.parametrize("frozen", [1, 3, 5])

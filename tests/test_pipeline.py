@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 from darling.pipeline import build_config
 from darling.pipeline.commands import STAGES
 

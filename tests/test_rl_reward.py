@@ -151,7 +151,7 @@ def test_reward_model_quality_scores_prompt_and_completion(tmp_path, minilm_path
     """A real one-output sequence classifier (MiniLM with a fresh head: the plumbing, not its judgement)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from darling.reward_model import RewardModel, sigmoid_quality
+    from darling.core.reward_model import RewardModel, sigmoid_quality
     from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality
 
     rm_dir = tmp_path / "rm"

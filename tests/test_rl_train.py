@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import assert_one_line_error, darling, write_jsonl
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 from darling.rl.reward import DarlingConfig
 from darling.rl.train import build_config, build_trainer, rl_train
 

@@ -8,15 +8,15 @@ import torch
 from helpers import synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
-from darling.classifier.backbones import load_tokenizer
 from darling.classifier.config import build_config
 from darling.classifier.datamodule import PairDataModule
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.module import PairClassifierModule, class_weights, warmup_cosine
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.train import train_classifier
-from darling.errors import UserInputError
-from darling.schemas import LabelledPair
+from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
+from darling.core.schemas import LabelledPair
 
 
 def _grads_after_one_step(backbone, batch_size, accumulate, labels=(0, 1, 0, 1), weighted=False):

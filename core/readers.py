@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 BOM = "\ufeff"  # Windows editors put it in front of UTF-8 files; json.loads refuses it
 

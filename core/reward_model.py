@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
 
 class RewardModel:
@@ -19,7 +19,7 @@ class RewardModel:
     def __init__(self, path: str, device: str | None = None, batch_size: int = 8, max_length: int = 1024):
         from transformers import AutoConfig, AutoModelForSequenceClassification
 
-        from darling.classifier.backbones import load_tokenizer
+        from darling.core.local_models import load_tokenizer
 
         try:
             labels = AutoConfig.from_pretrained(path).num_labels

@@ -18,10 +18,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
 
-# Top-level imports stay stdlib + darling.errors: the vllm engine runs in vLLM's own environment, and
-# ``import darling.datagen.engines`` must not load torch (``darling.local_models`` does, so it is imported late).
+# Top-level imports stay stdlib + darling.core.errors: the vllm engine runs in vLLM's own environment, and
+# ``import darling.core.engines`` must not load torch (``darling.core.local_models`` does, so it is imported late).
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def check_request(request: ChatRequest) -> None:
 
 
 def _resolve(model: str) -> str:
-    from darling.local_models import resolve_model
+    from darling.core.local_models import resolve_model
 
     return resolve_model(model)
 
@@ -331,7 +331,7 @@ def make_engine(name: str, **options: Any) -> Engine:
     if name == "hf":
         cls: type = HFEngine
     elif name == "openai":
-        from darling.datagen.openai_engine import OpenAIEngine
+        from darling.core.openai_engine import OpenAIEngine
 
         cls = OpenAIEngine
     elif name == "vllm":

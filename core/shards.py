@@ -27,8 +27,8 @@ from typing import Any
 
 import polars as pl
 
-from darling.errors import UserInputError
-from darling.schemas import polars_schema
+from darling.core.errors import UserInputError
+from darling.core.schemas import polars_schema
 
 SHARD_GLOB = "part-*.parquet"
 RUN_FILE = "run.json"

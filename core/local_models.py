@@ -8,13 +8,20 @@ The conversion writes into a temporary folder and renames it, so a killed conver
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from darling.classifier.backbones import package_dir
-from darling.errors import UserInputError
+from darling.core.errors import UserInputError
+
+
+def package_dir(name: str) -> Path | None:
+    """Folder of an installed package without importing it (some carry import side effects)."""
+    spec = importlib.util.find_spec(name)
+    return Path(spec.origin).parent if spec and spec.origin else None
+
 
 SMOLLM2 = "smollm2"  # alias accepted wherever a generator / judge / policy model name is
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -91,3 +98,12 @@ def check_model_source(name: str, what: str) -> str:
     except (OSError, ValueError) as exc:
         raise UserInputError(f"{what} {name}: no such folder, and the hub has no such model ({exc})") from None
     return name
+
+
+def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise UserInputError(f"{name_or_path}: cannot load tokenizer ({exc})") from None

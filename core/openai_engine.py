@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from darling.datagen.engines import ChatRequest, ChatResult, Completion, check_request
-from darling.errors import UserInputError
+from darling.core.engines import ChatRequest, ChatResult, Completion, check_request
+from darling.core.errors import UserInputError
 
 RETRYABLE_STATUS = {408, 429}  # and every 5xx
 
