@@ -41,7 +41,7 @@ def main() -> None:
     n_train = 0
     for r in range(args.rounds):
         for kind, preset in PRESETS.items():
-            cfg = build_config(preset, overrides=dict(epochs=1, max_steps=-1, num_threads=args.threads))
+            cfg = build_config(preset, overrides=dict(epochs=1, max_steps=-1, threads=args.threads))
             result = train_classifier(cfg, data, args.work / f"{kind}-{r}", progress=False)
             seconds[kind].append(result.train_seconds)
             n_train = result.n_train

@@ -39,7 +39,7 @@ def quick_export(work: Path, kind: str) -> Path:
                         "similar": p.similar}) for p in _novelty_pairs()[:64]]  # fmt: skip
     data = work / "pairs.jsonl"
     data.write_text("\n".join(rows))
-    cfg = build_config(KINDS[kind], overrides=dict(max_steps=2, num_threads=2))
+    cfg = build_config(KINDS[kind], overrides=dict(max_steps=2, threads=2))
     return train_classifier(cfg, str(data), work / kind, progress=False).output
 
 

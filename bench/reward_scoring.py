@@ -113,7 +113,7 @@ def quick_export(work: Path, tokens_per_response: int = 254) -> Path:
     from darling.classifier.data import load_pairs
     from darling.classifier.train import train_classifier
 
-    options = dict(max_steps=2, num_threads=2, max_tokens_per_response=tokens_per_response)
+    options = dict(max_steps=2, threads=2, max_tokens_per_response=tokens_per_response)
     cfg = build_config("cpu-cross", overrides=options)
     data = work / "pairs.jsonl"
     rows = [{k: getattr(p, k) for k in PAIR_FIELDS} for p in load_pairs("noveltybench").pairs[:64]]

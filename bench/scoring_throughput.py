@@ -14,7 +14,7 @@ import time
 import torch
 
 from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
-from darling.classifier.config import PRESETS
+from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.data import load_pairs
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.scoring import EquivalenceClassifier
@@ -35,8 +35,9 @@ def main() -> None:
     if args.model:
         batched = EquivalenceClassifier.from_pretrained(args.model, batch_size=args.batch_size)
     else:
-        backbone = resolve_backbone(PRESETS["cpu-cross"]["backbone"])
-        encoder = PairEncoder(load_tokenizer(backbone), PRESETS["cpu-cross"]["max_tokens_per_response"])
+        preset = ClassifierTrainConfig.preset_values("cpu-cross")
+        backbone = resolve_backbone(preset["backbone"])
+        encoder = PairEncoder(load_tokenizer(backbone), preset["max_tokens_per_response"])
         model = load_sequence_classifier(backbone, encoder.special.pad_id)
         batched = EquivalenceClassifier(model, encoder, batch_size=args.batch_size)
     if args.max_tokens:

@@ -8,7 +8,7 @@ from darling.classifier.client import (
     ServedBiEncoderClassifier,
     ServedEquivalenceClassifier,
 )
-from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, PRESETS, ClassifierTrainConfig, build_config
+from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig, build_config
 from darling.classifier.data import PairSet, load_pairs, split_pairs
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.loading import load_scorer
@@ -23,7 +23,6 @@ from darling.classifier.scoring import (
 __all__ = [
     "BI_ENCODER",
     "CROSS_ENCODER",
-    "PRESETS",
     "BiEncoderClassifier",
     "ClassifierServerError",
     "ClassifierTrainConfig",

@@ -223,8 +223,8 @@ def train_classifier(
     ``output/training``; ``resume`` continues from its ``last.ckpt``. ``test``: held-out pairs scored at
     the end (``output/training/test``), their metrics recorded in ``darling.json`` as ``test_metrics``.
     """
-    if config.num_threads:
-        torch.set_num_threads(config.num_threads)
+    if config.threads:
+        torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True, verbose=False)
     output = Path(output)
     work_dir = output / "training"

@@ -66,7 +66,7 @@ def pipeline_cmd(
     An interrupted run resumes with the same command; another preset or option into the same OUTPUT is refused.
     OUTPUT/manifest.json records the command line, config, versions and SHA-256 of every file.
     """
-    from darling.classifier.config import parse_set_options
+    from darling.core.config import parse_set_options
     from darling.pipeline import build_config, run_pipeline
     from darling.pipeline.stages import StageFailed
 

@@ -239,20 +239,20 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
 
 def classifier_overrides(config: PipelineConfig, for_cli: bool = False) -> dict:
     """ClassifierTrainConfig overrides (besides max_steps and the hardware flags, which have CLI flags)."""
-    from darling.classifier.config import PRESETS
+    from darling.classifier.config import ClassifierTrainConfig
 
     out: dict = {}
     if config.classifier_tokens is not None:
         out["max_tokens_per_response"] = config.classifier_tokens
     if config.classifier_steps is not None:
-        preset_warmup = PRESETS[config.classifier_preset].get("warmup_steps", 10)
+        preset_warmup = ClassifierTrainConfig.preset_values(config.classifier_preset).get("warmup_steps", 10)
         out["warmup_steps"] = min(preset_warmup, max(1, config.classifier_steps // 5))
         out["checkpoint_every_n_steps"] = max(1, config.classifier_steps // 3)
         out["log_every_n_steps"] = max(1, min(10, config.classifier_steps // 4))
     out.update(config.classifier_options)
     if not for_cli:
         out.update({k: v for k, v in (("max_steps", config.classifier_steps), ("devices", config.classifier_devices),
-                                      ("strategy", config.classifier_strategy), ("num_threads", config.threads))
+                                      ("strategy", config.classifier_strategy), ("threads", config.threads))
                     if v is not None})  # fmt: skip
     return out
 

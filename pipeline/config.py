@@ -104,14 +104,14 @@ class PipelineConfig:
         return self.rl_options.get("user_template", CPU_TEMPLATE)
 
     def check(self) -> PipelineConfig:
-        from darling.classifier.config import PRESETS as CLASSIFIER_PRESETS
+        from darling.classifier.config import ClassifierTrainConfig
         from darling.rl.train import PRESETS as RL_PRESETS
 
         if self.preset not in PRESET_NAMES:
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(PRESET_NAMES)}")
         if self.datagen not in ("champ", "generate"):
             raise UserInputError(f"datagen must be champ or generate, got {self.datagen!r}")
-        if self.classifier_preset not in CLASSIFIER_PRESETS:
+        if self.classifier_preset not in ClassifierTrainConfig.preset_names():
             raise UserInputError(f"unknown classifier preset {self.classifier_preset!r}")
         if self.rl_preset not in RL_PRESETS:
             raise UserInputError(f"unknown rl preset {self.rl_preset!r}")

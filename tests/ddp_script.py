@@ -20,7 +20,7 @@ if __name__ == "__main__":
     cfg = build_config(
         "cpu-cross",
         overrides=dict(backbone=str(backbone), max_steps=4, batch_size=4, max_tokens_per_response=16, freeze_layers=0,
-                       strategy="ddp", devices="2", accelerator="cpu", num_threads=1, val_fraction=0.25),
+                       strategy="ddp", devices="2", accelerator="cpu", threads=1, val_fraction=0.25),
     )  # fmt: skip
     result = train_classifier(cfg, data, work / "clf", progress=False)
     print("RESULT " + json.dumps({"step": result.global_step, "exported": result.model is not None}), flush=True)

@@ -1,6 +1,7 @@
 import pytest
 
-from darling.classifier.config import PRESETS, build_config, parse_set_options
+from darling.classifier.config import ClassifierTrainConfig, build_config
+from darling.core.config import parse_set_options
 from darling.core.errors import UserInputError
 
 
@@ -19,7 +20,7 @@ def test_precedence_preset_then_file_then_overrides(tmp_path):
     cfg = build_config("cpu", toml, parse_set_options(["epochs=2", "head_learning_rate=none"]))
     assert cfg.learning_rate == 3e-5 and cfg.epochs == 2 and cfg.symmetric is False
     assert cfg.head_learning_rate is None
-    assert cfg.max_tokens_per_response == PRESETS["cpu"]["max_tokens_per_response"]
+    assert cfg.max_tokens_per_response == ClassifierTrainConfig.preset_values("cpu")["max_tokens_per_response"] == 510
 
 
 def test_json_config_file(tmp_path):

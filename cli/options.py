@@ -1,0 +1,107 @@
+"""The command line built from the config dataclasses: every field of a command's config is a flag named after
+it (``--learning-rate``), with the field's help; ``--preset``, ``--config`` and ``--set`` come with every
+command that has presets, in the one precedence of ``darling.core.config``.
+
+A command is ``config_command(ConfigClass, run, params=...)``: ``params`` are the options that are not settings
+(inputs, the output folder, ``--resume``), declared once here or next to the command; ``run(config, **params)``
+calls the Python API and prints a summary. So a command's code is its help text and a few lines that call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from darling.cli.common import user_errors
+from darling.core.config import CommandConfig, base_type, field_types, parse_set_options
+
+SETTINGS_PANEL = "Settings (unset: the --preset's value; also --config FILE, --set KEY=VALUE)"
+
+
+def flag_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def param(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _cli_type(kind: Any) -> Any:
+    """The type typer parses a flag as: lists stay repeatable lists, everything else as itself."""
+    if typing.get_origin(kind) in (list, tuple):
+        item = (typing.get_args(kind) or (str,))[0]
+        return list[item]
+    return kind
+
+
+def field_params(cls: type[CommandConfig], exclude: Sequence[str] = ()) -> list[inspect.Parameter]:
+    """One keyword parameter per flag field of ``cls``; unset flags are None (they override nothing)."""
+    types_ = field_types(cls)
+    out = []
+    for f in fields(cls):
+        if f.name in exclude or not f.metadata.get("flag", True):
+            continue
+        kind, _ = base_type(types_[f.name])
+        names = [flag_name(f.name), *f.metadata.get("aliases", ())]
+        if kind is bool:
+            names = [f"{flag_name(f.name)}/--no-{f.name.replace('_', '-')}"]
+        help_text = f.metadata.get("help", "")
+        choices = f.metadata.get("choices")
+        if choices:
+            help_text += f" [{' | '.join(choices)}]"
+        required = f.default is MISSING and f.default_factory is MISSING
+        # No default shown: a setting's value comes from the preset (or --config) unless the flag is given.
+        option = typer.Option(*names, help=help_text, rich_help_panel=SETTINGS_PANEL, show_default=False)
+        annotation = Annotated[_cli_type(kind) if required else _cli_type(kind) | None, option]
+        out.append(param(f.name, annotation, inspect.Parameter.empty if required else None))
+    return out
+
+
+def preset_params(cls: type[CommandConfig], default: str | None) -> list[inspect.Parameter]:
+    names = ", ".join(cls.preset_names())
+    return [
+        param("preset", Annotated[str | None, typer.Option(help=f"Preset: {names}.")], default),
+        param(
+            "config", Annotated[Path | None, typer.Option(help="TOML/JSON/YAML file of settings (field names).")], None
+        ),
+        param("set_", Annotated[list[str] | None, typer.Option("--set", help="Any setting: --set KEY=VALUE.")], None),
+    ]
+
+
+def config_command(
+    cls: type[CommandConfig],
+    run: Callable[..., Any],
+    params: Sequence[inspect.Parameter] = (),
+    *,
+    doc: str,
+    preset: str | None = None,
+    exclude: Sequence[str] = (),
+    fixed: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Callable[..., None]:
+    """A typer command: ``params``, then every settings flag of ``cls``; builds the config (preset < --config <
+    --set < flags) and calls ``run(config, **params)``. ``fixed`` may add settings derived from ``params``."""
+    with_presets = cls.PRESET_PACKAGE is not None
+    setting_names = [p.name for p in field_params(cls, exclude)]
+    own = [p.name for p in params]
+
+    @user_errors
+    def command(**kwargs: Any) -> None:
+        overrides = parse_set_options(kwargs.pop("set_", None)) if with_presets else {}
+        overrides.update({n: kwargs[n] for n in setting_names if kwargs.get(n) is not None})
+        if fixed is not None:
+            overrides.update(fixed(kwargs))
+        config = cls.build(kwargs.pop("preset", None), kwargs.pop("config", None), overrides)
+        run(config, **{n: kwargs[n] for n in own})
+
+    signature = [*params, *(preset_params(cls, preset) if with_presets else []), *field_params(cls, exclude)]
+    command.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in signature}
+    command.__doc__ = doc
+    command.__name__ = getattr(run, "__name__", "command")
+    return command

@@ -1,0 +1,197 @@
+"""One config system for every command (after TRL's config dataclasses and litgpt's preset files).
+
+- A command's settings are one ``kw_only`` dataclass deriving from ``CommandConfig``; each field carries its
+  help (``option(..., help=...)``), so the CLI (``darling.cli.options``) builds its flags from the fields: a
+  flag's name is its field's name (``learning_rate`` -> ``--learning-rate``).
+- Presets are data files in the package, one TOML file per preset whose keys are field names
+  (``classifier/presets/cpu.toml``); a ``--config`` file (TOML, JSON or YAML) has the same keys.
+- One precedence everywhere: preset, then ``--config`` file, then flags and ``--set KEY=VALUE``.
+- Validation lives in one place per dataclass: ``validate()`` (choices declared on the fields, plus the
+  class's own ``check()``), run whenever a config is made, so no path can skip it.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from darling.core.errors import UserInputError
+from darling.core.readers import read_structured
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    help: str,
+    factory: Any = MISSING,
+    choices: tuple[str, ...] | None = None,
+    aliases: tuple[str, ...] = (),
+    flag: bool = True,
+) -> Any:
+    """A config field with its help; ``choices`` are validated; ``aliases`` are extra flag names (``--lr``);
+    ``flag=False`` keeps it out of the command line (then only ``--config`` / ``--set`` set it)."""
+    metadata = {"help": help, "choices": choices, "aliases": tuple(aliases), "flag": flag}
+    return field(default=default, default_factory=factory, metadata=metadata)
+
+
+@dataclass(kw_only=True)
+class CommandConfig:
+    """Base of every command's settings: presets, files and overrides in one order; validation on creation."""
+
+    PRESET_PACKAGE: ClassVar[str | None] = None  # e.g. "darling.classifier": presets in its presets/ folder
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        for f in fields(self):
+            choices = f.metadata.get("choices")
+            value = getattr(self, f.name)
+            if choices and value is not None and value not in choices:
+                raise UserInputError(f"{f.name} must be one of {', '.join(choices)}, got {value!r}")
+        self.check()
+
+    def check(self) -> None:
+        """Rules that involve several fields; subclasses override."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(asdict(self), default=str))
+
+    # -- presets, files, overrides ------------------------------------------------------------------------------
+    @classmethod
+    def preset_names(cls) -> list[str]:
+        folder = cls._preset_folder()
+        return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+    @classmethod
+    def _preset_folder(cls):
+        if cls.PRESET_PACKAGE is None:
+            raise UserInputError(f"{cls.__name__} has no presets")
+        return files(cls.PRESET_PACKAGE) / "presets"
+
+    @classmethod
+    def preset_values(cls, name: str) -> dict[str, Any]:
+        if name not in cls.preset_names():
+            raise UserInputError(f"unknown preset {name!r}; choose from {', '.join(cls.preset_names())}")
+        import tomllib
+
+        return tomllib.loads((cls._preset_folder() / f"{name}.toml").read_text(encoding="utf-8"))
+
+    @classmethod
+    def build(
+        cls,
+        preset: str | None = None,
+        config_file: str | Path | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> Self:
+        """Preset, then the config file, then ``overrides`` (flags and ``--set``), each value read as its field's
+        type; an unknown key names where it came from."""
+        layers: list[tuple[str, dict[str, Any]]] = []
+        if preset is not None:
+            layers.append((f"preset {preset}", cls.preset_values(preset)))
+        if config_file is not None:
+            data = read_structured(Path(config_file), "config")
+            if not isinstance(data, dict):
+                raise UserInputError(f"{config_file}: expected a table/object of option names")
+            layers.append((str(config_file), data))
+        layers.append(("option", overrides or {}))
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for origin, layer in layers:
+            for name, value in layer.items():
+                if name not in known:
+                    raise UserInputError(f"{origin}: unknown option '{name}'")
+                values[name] = coerce(cls, name, value, origin)
+        missing = [f.name for f in fields(cls) if _required(f) and f.name not in values]
+        if missing:
+            raise UserInputError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
+        return cls(**values)
+
+
+def _required(f: Field) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def base_type(annotation: Any) -> tuple[Any, bool]:
+    """``int | None`` -> (int, True); ``list[str]`` -> (list[str], False)."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return (args[0] if len(args) == 1 else annotation), True
+    return annotation, False
+
+
+def coerce(cls: type, name: str, value: Any, origin: str = "option") -> Any:
+    """A value from a file, a flag or ``--set`` (a string) as the field's type; a wrong type names its origin."""
+    kind, optional = base_type(field_types(cls)[name])
+    where = f"{origin}: option '{name}'"
+    if value is None or (optional and isinstance(value, str) and value.lower() in ("none", "null")):
+        if optional:
+            return None
+        raise UserInputError(f"{where}: cannot be empty")
+    origin_type = typing.get_origin(kind)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return value.lower() in ("true", "1", "yes", "on")
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if kind is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(value)
+        if kind is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return float(value)
+        if kind is str:
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise ValueError(value)
+            return str(value)
+        if kind is Path:
+            if not isinstance(value, str | Path):
+                raise ValueError(value)
+            return Path(value)
+        if origin_type in (list, tuple):
+            if isinstance(value, str):
+                value = json.loads(value) if value.startswith("[") else [v for v in value.split(",") if v]
+            if not isinstance(value, list | tuple):
+                raise ValueError(value)
+            item = (typing.get_args(kind) or (str,))[0]
+            items = [Path(v) if item is Path else item(v) for v in value]
+            return items if origin_type is list else tuple(items)
+        if origin_type is dict or kind is dict:
+            value = json.loads(value) if isinstance(value, str) else value
+            if not isinstance(value, dict):
+                raise ValueError(value)
+            return value
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise UserInputError(f"{where}: cannot read {value!r} as {_type_name(kind, optional)}") from None
+    return value
+
+
+def _type_name(kind: Any, optional: bool) -> str:
+    name = getattr(kind, "__name__", str(kind))
+    return f"{name} or none" if optional else name
+
+
+def parse_set_options(items: list[str] | None) -> dict[str, str]:
+    """``["learning_rate=1e-4", "epochs=3"]`` -> dict; a malformed item is a user error."""
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UserInputError(f"--set expects KEY=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out
