@@ -204,9 +204,14 @@ def _write_sentence_transformers_files(folder: Path, model: BiEncoder, max_seq_l
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]
-    pooling = {key: model.pooling == name for name, key in ST_POOLING_KEYS.items()}
-    pooling.update(word_embedding_dimension=model.backbone.config.hidden_size, pooling_mode_max_tokens=False,
-                   pooling_mode_mean_sqrt_len_tokens=False, pooling_mode_weightedmean_tokens=False)  # fmt: skip
+    pooling: dict[str, bool | int] = {key: model.pooling == name for name, key in ST_POOLING_KEYS.items()}
+    hidden_size = int(model.backbone.config.hidden_size)  # type: ignore[union-attr, arg-type]
+    pooling.update(
+        word_embedding_dimension=hidden_size,
+        pooling_mode_max_tokens=False,
+        pooling_mode_mean_sqrt_len_tokens=False,
+        pooling_mode_weightedmean_tokens=False,
+    )
     (folder / "1_Pooling").mkdir()
     (folder / "2_Normalize").mkdir()
     (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")

@@ -193,4 +193,4 @@ class BiEncoderClassifier(EmbeddingScorer):
             if out is None:
                 out = np.zeros((len(input_ids), emb.shape[1]), dtype=np.float32)
             out[idx] = emb
-        return out
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)

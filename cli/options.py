@@ -22,6 +22,7 @@ from darling.cli.common import user_errors
 from darling.core.config import CommandConfig, base_type, field_types, parse_set_options
 
 SETTINGS_PANEL = "Settings (unset: the --preset's value; also --config FILE, --set KEY=VALUE)"
+PLAIN_SETTINGS_PANEL = "Settings"  # a command without presets (and so without --config, --set)
 
 
 def flag_name(field_name: str) -> str:
@@ -36,31 +37,39 @@ def _cli_type(kind: Any) -> Any:
     """The type typer parses a flag as: lists stay repeatable lists, everything else as itself."""
     if typing.get_origin(kind) in (list, tuple):
         item = (typing.get_args(kind) or (str,))[0]
-        return list[item]
+        return list[item]  # type: ignore[valid-type]  # built at run time from the field's annotation
     return kind
 
 
 def field_params(cls: type[CommandConfig], exclude: Sequence[str] = ()) -> list[inspect.Parameter]:
     """One keyword parameter per flag field of ``cls``; unset flags are None (they override nothing)."""
     types_ = field_types(cls)
-    out = []
+    with_presets = cls.PRESET_PACKAGE is not None
+    panel = SETTINGS_PANEL if with_presets else PLAIN_SETTINGS_PANEL
+    out, grouped = [], []
     for f in fields(cls):
         if f.name in exclude or not f.metadata.get("flag", True):
             continue
         kind, _ = base_type(types_[f.name])
         names = [flag_name(f.name), *f.metadata.get("aliases", ())]
-        if kind is bool:
-            names = [f"{flag_name(f.name)}/--no-{f.name.replace('_', '-')}"]
+        if kind is bool:  # a bool's aliases are click declarations: " /--one-order" is one more off switch
+            names = [f"{flag_name(f.name)}/--no-{f.name.replace('_', '-')}", *f.metadata.get("aliases", ())]
         help_text = f.metadata.get("help", "")
         choices = f.metadata.get("choices")
         if choices:
             help_text += f" [{' | '.join(choices)}]"
         required = f.default is MISSING and f.default_factory is MISSING
-        # No default shown: a setting's value comes from the preset (or --config) unless the flag is given.
-        option = typer.Option(*names, help=help_text, rich_help_panel=SETTINGS_PANEL, show_default=False)
-        annotation = Annotated[_cli_type(kind) if required else _cli_type(kind) | None, option]
-        out.append(param(f.name, annotation, inspect.Parameter.empty if required else None))
-    return out
+        # With presets no default is shown: a setting's value comes from the preset (or --config) unless the flag
+        # is given. Without presets a field's plain default is its flag's (and shown); other unset flags are None.
+        default = None if with_presets or f.default is MISSING else f.default
+        own_panel = f.metadata.get("panel") or panel
+        option = typer.Option(*names, help=help_text, rich_help_panel=own_panel, show_default=not with_presets)
+        cli_type = _cli_type(kind) if required else _cli_type(kind) | None
+        annotation = Annotated[cli_type, option]  # type: ignore[valid-type]  # a run-time annotation for typer
+        out.append(param(f.name, annotation, inspect.Parameter.empty if required else default))
+        grouped.append(own_panel != panel)
+    # A group with its own panel (the generation engine's flags, inherited first) comes after the command's own.
+    return [p for _, p in sorted(zip(grouped, out, strict=True), key=lambda item: item[0])]
 
 
 def preset_params(cls: type[CommandConfig], default: str | None) -> list[inspect.Parameter]:
