@@ -33,8 +33,16 @@ def timed(fn) -> tuple[float, object]:
 def bench_judge(base_url: str, model: str, pairs: Path, n: int, concurrency: int, work: Path) -> dict:
     out = {}
     for mode, conc in (("sequential", 1), ("concurrent", concurrency)):
-        cfg = JudgeConfig(pairs, work / f"labels-{mode}", model, max_tokens=96, max_chars_per_solution=1200,
-                          limit=n, shard_size=1000)  # fmt: skip
+        cfg = JudgeConfig(
+            pairs=pairs,
+            output=work / f"labels-{mode}",
+            judge_model=model,
+            base_url=base_url,
+            max_tokens=96,
+            max_chars_per_solution=1200,
+            limit=n,
+            shard_size=1000,
+        )
         seconds, summary = timed(
             lambda cfg=cfg, conc=conc: label_pairs(cfg, OpenAIEngine(base_url, concurrency=conc), False)
         )
@@ -47,8 +55,17 @@ def bench_judge(base_url: str, model: str, pairs: Path, n: int, concurrency: int
 def bench_rollouts(base_url: str, model: str, problems: int, concurrency: int, work: Path) -> dict:
     out = {}
     for mode, conc in (("sequential", 1), ("concurrent", concurrency)):
-        cfg = RolloutConfig(PROBLEMS, work / f"rollouts-{mode}", [GeneratorSpec(model)], engine="openai",
-                            n=2, max_tokens=96, limit=problems, shard_size=1000)  # fmt: skip
+        cfg = RolloutConfig(
+            problems=PROBLEMS,
+            output=work / f"rollouts-{mode}",
+            specs=[GeneratorSpec(model)],
+            engine="openai",
+            base_url=base_url,
+            n=2,
+            max_tokens=96,
+            limit=problems,
+            shard_size=1000,
+        )
         seconds, summary = timed(
             lambda cfg=cfg, conc=conc: generate_rollouts(cfg, OpenAIEngine(base_url, concurrency=conc), False)
         )
@@ -72,7 +89,9 @@ def main() -> None:
 
     champ, pairs = args.work / "champ", args.work / "pairs"
     import_champ(champ, limit=2 * args.pairs, progress=False)  # enough problems for one pair each
-    build_pairs(PairConfig(champ, pairs, cross_model_only=True, max_pairs_per_problem=1), progress=False)
+    build_pairs(
+        PairConfig(rollouts=champ, output=pairs, cross_model_only=True, max_pairs_per_problem=1), progress=False
+    )
 
     def run(base_url: str) -> dict:
         return {

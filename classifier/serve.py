@@ -13,11 +13,40 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
+from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+
+
+@dataclass(kw_only=True)
+class ServeConfig(CommandConfig):
+    """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
+
+    PRESET_PACKAGE: ClassVar[str | None] = None
+
+    model: Path = option(help="An exported classifier directory (train-classifier).")
+    replicas: int = option(1, help="Number of vLLM servers (one per GPU).")
+    port: int = option(8000, help="Port of the first replica; the others follow (0 = free ports).")
+    host: str = option("127.0.0.1", help="Bind address (127.0.0.1 unless you need remote access).")
+    gpus: str | None = option(None, help="Comma-separated GPU ids, one per replica (e.g. 0,1,2,3).")
+    cpu: bool = option(False, help="vLLM's CPU build: fp32, eager, small KV cache.")
+    python: str | None = option(None, help="vLLM's Python (default: $DARLING_VLLM_PYTHON or the venv).")
+    # The flag --check hides CommandConfig.check (the rules hook): this class's rules extend validate() instead.
+    check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")  # type: ignore[assignment]
+    exit_after_check: bool = option(False, help="Stop the servers after --check (scripts, CI).")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.replicas < 1:
+            raise UserInputError(f"replicas must be >= 1, got {self.replicas}")
+
+    def devices(self) -> list[str] | None:
+        """``--gpus 0,1`` as the list ``start_replicas`` takes."""
+        return self.gpus.split(",") if self.gpus else None
 
 
 def default_vllm_python() -> str:

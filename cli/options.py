@@ -99,18 +99,48 @@ def config_command(
     setting_names = [p.name for p in field_params(cls, exclude)]
     own = [p.name for p in params]
 
-    @user_errors
-    def command(**kwargs: Any) -> None:
+    def parse(kwargs: dict[str, Any]) -> tuple[CommandConfig, dict[str, Any]]:
+        """The parsed command line -> (config, the non-setting params): what ``run`` is called with."""
+        kwargs = dict(kwargs)
         overrides = parse_set_options(kwargs.pop("set_", None)) if with_presets else {}
-        overrides.update({n: kwargs[n] for n in setting_names if kwargs.get(n) is not None})
+        # Unset: None, or an empty tuple for a repeatable flag never given (click's own value, before typer's).
+        overrides.update({n: kwargs[n] for n in setting_names if kwargs.get(n) not in (None, (), [])})
         if fixed is not None:
             overrides.update(fixed(kwargs))
         config = cls.build(kwargs.pop("preset", None), kwargs.pop("config", None), overrides)
-        run(config, **{n: kwargs[n] for n in own})
+        return config, {n: kwargs[n] for n in own}
+
+    @user_errors
+    def command(**kwargs: Any) -> None:
+        config, params = parse(kwargs)
+        run(config, **params)
 
     signature = [*params, *(preset_params(cls, preset) if with_presets else []), *field_params(cls, exclude)]
     command.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in signature}
     command.__doc__ = doc
     command.__name__ = getattr(run, "__name__", "command")
+    command.parse = parse  # type: ignore[attr-defined]  # pipeline tests: a rendered command line -> its config
     return command
+
+
+def parse_argv(app: typer.Typer, argv: Sequence[str]) -> tuple[CommandConfig, dict[str, Any]]:
+    """What a ``darling`` command line would run, without running it: (config, params) of the command that
+    ``argv`` (without the leading ``darling``) names, parsed by the real command line."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    info: Any = app
+    words = list(argv)
+    ctx_parent = None
+    while True:
+        name = words.pop(0)
+        sub = next((g.typer_instance for g in info.registered_groups if g.name == name), None)
+        if sub is not None:
+            info = sub
+            group = group.commands[name]  # type: ignore[attr-defined]
+            continue
+        callback = next(c.callback for c in info.registered_commands if c.name == name)
+        click_command = group.commands[name]  # type: ignore[attr-defined]
+        ctx = click_command.make_context(name, words, parent=ctx_parent)
+        return callback.parse(ctx.params)

@@ -32,10 +32,13 @@ def option(
     choices: tuple[str, ...] | None = None,
     aliases: tuple[str, ...] = (),
     flag: bool = True,
+    panel: str | None = None,
 ) -> Any:
-    """A config field with its help; ``choices`` are validated; ``aliases`` are extra flag names (``--lr``);
-    ``flag=False`` keeps it out of the command line (then only ``--config`` / ``--set`` set it)."""
-    metadata = {"help": help, "choices": choices, "aliases": tuple(aliases), "flag": flag}
+    """A config field with its help; ``choices`` are validated; ``aliases`` are extra flag names (``--lr``; for a
+    bool, click declarations such as ``" /--one-order"``, an extra off switch); ``flag=False`` keeps it out of the
+    command line (then only ``--config`` / ``--set`` set it); ``panel``: the ``--help`` panel of a group of flags
+    (e.g. the generation engine's), shown after the command's own settings."""
+    metadata = {"help": help, "choices": choices, "aliases": tuple(aliases), "flag": flag, "panel": panel}
     return field(default=default, default_factory=factory, metadata=metadata)
 
 
@@ -54,10 +57,13 @@ class CommandConfig:
             value = getattr(self, f.name)
             if choices and value is not None and value not in choices:
                 raise UserInputError(f"{f.name} must be one of {', '.join(choices)}, got {value!r}")
-        self.check()
+        rules = getattr(type(self), "check", None)
+        if callable(rules):  # a field named ``check`` (serve-classifier --check) hides the method: override validate
+            rules(self)
 
     def check(self) -> None:
-        """Rules that involve several fields; subclasses override."""
+        """Rules that involve several fields; subclasses override (one with a field named ``check`` extends
+        ``validate`` instead)."""
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self), default=str))
@@ -104,13 +110,34 @@ class CommandConfig:
         values: dict[str, Any] = {}
         for origin, layer in layers:
             for name, value in layer.items():
-                if name not in known:
+                base, dot, key = name.partition(".")
+                if base not in known:
                     raise UserInputError(f"{origin}: unknown option '{name}'")
+                if dot:  # one entry of a dict field: rl_options.floor=0.1
+                    if typing.get_origin(base_type(field_types(cls)[base])[0]) is not dict:
+                        raise UserInputError(f"{origin}: option '{base}' is not a table: use {base}=VALUE")
+                    current = values.get(base, _default(cls, base))
+                    values[base] = {**current, key: _json_or_text(value)}
+                    continue
                 values[name] = coerce(cls, name, value, origin)
         missing = [f.name for f in fields(cls) if _required(f) and f.name not in values]
         if missing:
             raise UserInputError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
         return cls(**values)
+
+
+def _default(cls: type, name: str) -> Any:
+    f = next(f for f in fields(cls) if f.name == name)
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def _required(f: Field) -> bool:

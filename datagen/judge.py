@@ -20,11 +20,13 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.engine_config import build_engine, engine_options
 from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
 from darling.core.readers import read_text
 from darling.core.schemas import JUDGE_COLUMNS, polars_schema, stable_id
 from darling.core.shards import ShardStore, atomic_write_parquet
+from darling.datagen.config import JudgeConfig as JudgeConfig
 from darling.datagen.pairs import read_pairs
 
 LABELLED_FILE = "labelled.parquet"
@@ -56,25 +58,6 @@ Differences only in wording, notation, level of detail or the order of routine s
 Briefly explain the main steps of each solution and compare them. Then end your answer with [[yes]] if the \
 two solutions use different strategies, or [[no]] if they use essentially the same strategy.
 """
-
-
-@dataclass
-class JudgeConfig:
-    pairs: Path  # a pairs.parquet or the folder `darling datagen pairs` wrote
-    output: Path
-    judge_model: str  # engine-side name (server model name, HF path, or "smollm2")
-    engine: str = "openai"
-    prompt_file: Path | None = None
-    both_orders: bool = True
-    votes: int = 1  # k calls per order; > 1 needs temperature > 0; majority per order
-    temperature: float = 0.0
-    max_tokens: int = 512
-    structured: str = "none"  # none | choice (only "[[yes]]"/"[[no]]") | regex (rationale, then verdict)
-    max_chars_per_solution: int | None = None  # truncate long solutions to fit a small judge's context
-    seed: int = 0
-    limit: int | None = None  # first N pairs
-    shard_size: int = 32
-    engine_options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,20 +169,11 @@ def judged_record(pair: dict[str, Any], results: list[ChatResult], config: Judge
     }
 
 
-def validate(config: JudgeConfig) -> None:
-    if config.votes < 1:
-        raise UserInputError("--votes must be >= 1")
-    if config.votes > 1 and config.temperature <= 0:
-        raise UserInputError("--votes > 1 needs --temperature > 0 (identical greedy votes add nothing)")
-    if config.structured not in ("none", "choice", "regex"):
-        raise UserInputError(f"--structured must be none, choice or regex, got {config.structured!r}")
-
-
 def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
-    from darling.core.engines import make_engine
     from darling.core.progress import progress_bar
 
-    validate(config)
+    config.validate()  # also a config changed after it was made
+    options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
     template = load_prompt(config.prompt_file)
     prompt_sha = hashlib.sha256(template.encode()).hexdigest()
     pairs = read_pairs(config.pairs)
@@ -214,7 +188,7 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
     todo = {p["pair_id"]: p for p in pairs.iter_rows(named=True) if p["pair_id"] not in done}
     requests = [r for pair in todo.values() for r in judge_requests(pair, template, config)]
     per_pair = len(requests) // max(len(todo), 1)
-    engine = engine or make_engine(config.engine, **(config.engine_options or {}))
+    engine = engine or build_engine(config, options)
     arrived: dict[str, list[ChatResult]] = {}
     buffer: list[dict] = []
     with progress_bar(enabled=progress) as bar:

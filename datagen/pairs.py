@@ -28,21 +28,11 @@ from darling.core.errors import UserInputError
 from darling.core.readers import one_line
 from darling.core.schemas import PAIR_COLUMNS, polars_schema, stable_id
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
+from darling.datagen.config import PairConfig as PairConfig
 from darling.datagen.rollouts import read_rollouts
 
 PAIRS_FILE = "pairs.parquet"
 SUMMARY_FILE = "summary.json"
-
-
-@dataclass
-class PairConfig:
-    rollouts: Path
-    output: Path
-    correct_only: bool = False  # only responses math-verify marks correct
-    cross_model_only: bool = False  # only pairs of two different models
-    max_pairs_per_problem: int | None = 16  # sampled (seeded) when a problem has more; None = all
-    seed: int = 0
-    workers: int = 0  # processes comparing answers (math-verify is CPU-bound); 0 = one per core, up to 8
 
 
 @dataclass(frozen=True)
@@ -120,7 +110,7 @@ def problem_pairs(rows: list[dict[str, Any]], classes: list[int], config: PairCo
             }
         )
     candidates.sort(key=lambda p: p["pair_id"])
-    limit = config.max_pairs_per_problem
+    limit = config.max_pairs_per_problem or None  # 0 or None: all
     if limit is not None and len(candidates) > limit:
         rng = random.Random(f"{config.seed}:{rows[0]['problem_id']}")  # per problem: stable when others change
         candidates = sorted(rng.sample(candidates, limit), key=lambda p: p["pair_id"])
@@ -140,8 +130,7 @@ def _pool(workers: int):
 def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
     from darling.core.progress import progress_bar
 
-    if config.max_pairs_per_problem is not None and config.max_pairs_per_problem < 1:
-        raise UserInputError("--max-pairs-per-problem must be >= 1")
+    config.validate()  # also a config changed after it was made
     frame = usable_responses(read_rollouts(config.rollouts), config.correct_only)
     if frame.is_empty():
         raise UserInputError(f"{config.rollouts}: no usable responses (status ok, with a final answer)")

@@ -9,89 +9,25 @@ leaves a half-written shard or a duplicate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from darling.core.engine_config import build_engine, engine_options
 from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
-from darling.core.readers import read_structured
 from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
 from darling.core.shards import ShardStore
+
+# The settings live in datagen.config (light, for the command line); their names stay importable from here.
+from darling.datagen.config import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from darling.datagen.config import DEFAULT_USER_TEMPLATE as DEFAULT_USER_TEMPLATE
+from darling.datagen.config import GeneratorSpec as GeneratorSpec
+from darling.datagen.config import RolloutConfig as RolloutConfig
+from darling.datagen.config import load_generator_config as load_generator_config
 from darling.datagen.problems import Problem, load_problems
-
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that solves math problems step by step."
-DEFAULT_USER_TEMPLATE = "{problem}\n\nReason step by step, and put your final answer within \\boxed{}."
-
-
-@dataclass(frozen=True)
-class GeneratorSpec:
-    """One generator model: its name in the output, what the engine loads, its prompts and sampling."""
-
-    name: str
-    model: str = ""  # engine-side name/path; defaults to ``name``
-    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
-    user_template: str = DEFAULT_USER_TEMPLATE  # ``{problem}`` is replaced by the problem text
-    prompt_setting: str = "default"
-    n: int | None = None  # None: the run's default
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-
-    def __post_init__(self):
-        if "{problem}" not in self.user_template:
-            raise UserInputError(f"generator {self.name!r}: user_template must contain {{problem}}")
-
-    @property
-    def engine_model(self) -> str:
-        return self.model or self.name
-
-    def messages(self, problem: str) -> tuple[dict[str, str], ...]:
-        # str.replace, not str.format: templates and problems are LaTeX, full of braces.
-        user = self.user_template.replace("{problem}", problem)
-        system = ({"role": "system", "content": self.system_prompt},) if self.system_prompt else ()
-        return (*system, {"role": "user", "content": user})
-
-
-@dataclass
-class RolloutConfig:
-    problems: str  # file, folder, hub dataset name or "champ"
-    output: Path
-    generators: list[GeneratorSpec]
-    engine: str = "hf"
-    n: int = 4
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-    limit: int | None = None  # first N problems (raising it later extends the same output)
-    shard_size: int = 64
-    problem_field: str | None = None
-    answer_field: str | None = None
-    id_field: str | None = None
-    engine_options: dict[str, Any] = field(default_factory=dict)  # not part of the run's identity
-
-    def sampling_for(self, spec: GeneratorSpec) -> Sampling:
-        pick = lambda own, default: default if own is None else own  # noqa: E731
-        return Sampling(
-            n=pick(spec.n, self.n),
-            temperature=pick(spec.temperature, self.temperature),
-            top_p=pick(spec.top_p, self.top_p),
-            max_tokens=pick(spec.max_tokens, self.max_tokens),
-            seed=self.seed,
-        )
-
-    def identity(self) -> dict[str, Any]:
-        """What defines the rows: a rerun with a different identity would mix two experiments."""
-        return {
-            "problems": str(self.problems),
-            "fields": [self.problem_field, self.answer_field, self.id_field],
-            "engine": self.engine,
-            "seed": self.seed,
-            "generators": [{**asdict(s), **asdict(self.sampling_for(s))} for s in self.generators],
-        }
 
 
 @dataclass(frozen=True)
@@ -101,62 +37,6 @@ class RolloutSummary:
     generated: int  # responses produced by this run
     failed: int  # responses whose requests failed after retries (rerun to retry)
     skipped: int  # responses already present
-
-
-# Field -> (types accepted, what the error says): a file is checked here, before any folder or model exists.
-_SPEC_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "name": ((str,), "a non-empty string"),
-    "model": ((str,), "a non-empty string"),
-    "system_prompt": ((str, type(None)), "a string or null"),
-    "user_template": ((str,), "a string"),
-    "prompt_setting": ((str,), "a string"),
-    "n": ((int,), "an integer >= 1"),
-    "temperature": ((int, float), "a number >= 0"),
-    "top_p": ((int, float), "a number in (0, 1]"),
-    "max_tokens": ((int,), "an integer >= 1"),
-}
-_SPEC_RANGES = {
-    "name": lambda v: bool(v.strip()),
-    "model": lambda v: bool(v.strip()),
-    "n": lambda v: v >= 1,
-    "temperature": lambda v: v >= 0,
-    "top_p": lambda v: 0 < v <= 1,
-    "max_tokens": lambda v: v >= 1,
-}
-
-
-def _check_entry(entry: Any, where: str) -> GeneratorSpec:
-    if not isinstance(entry, dict):
-        raise UserInputError(f"{where}: expected a table/object with fields name and model")
-    unknown = sorted(set(entry) - set(_SPEC_TYPES))
-    if unknown:
-        raise UserInputError(f"{where}: unknown field '{unknown[0]}'")
-    # A file entry names its model: without one the name would be loaded as a model (a hub download).
-    for required in ("name", "model"):
-        if required not in entry:
-            raise UserInputError(f"{where}: missing field '{required}'")
-    for key, value in entry.items():
-        types, expected = _SPEC_TYPES[key]
-        bad_type = not isinstance(value, types) or isinstance(value, bool)
-        if bad_type or (value is not None and not _SPEC_RANGES.get(key, lambda v: True)(value)):
-            raise UserInputError(f"{where}: field '{key}' must be {expected}, got {value!r}")
-    if "{problem}" not in entry.get("user_template", "{problem}"):
-        raise UserInputError(f"{where}: field 'user_template' must contain {{problem}}")
-    return GeneratorSpec(**entry)
-
-
-def load_generator_config(path: Path) -> list[GeneratorSpec]:
-    """``[[generators]]`` (TOML) or ``{"generators": [...]}`` (JSON/YAML), each with ``name`` and ``model``
-    and optionally prompts and sampling. Every entry is checked here, naming the file, entry and field."""
-    data = read_structured(path, "generator config")
-    entries = data.get("generators") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise UserInputError(f"{path}: expected a non-empty list 'generators'")
-    specs = [_check_entry(entry, f"{path}: generators[{i}]") for i, entry in enumerate(entries)]
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise UserInputError(f"{path}: generator names must be unique, got {names}")
-    return specs
 
 
 def read_rollouts(directory: Path) -> pl.DataFrame:
@@ -225,10 +105,12 @@ def result_rows(result: ChatResult, pending: dict, engine: str) -> list[dict[str
     return rows
 
 
-def plan_requests(config: RolloutConfig, problems: list[Problem], done: set[tuple]) -> tuple[list[ChatRequest], dict]:
+def plan_requests(
+    config: RolloutConfig, specs: list[GeneratorSpec], problems: list[Problem], done: set[tuple]
+) -> tuple[list[ChatRequest], dict]:
     """One request per (generator, problem) for its missing sample indices; ``pending`` maps key -> context."""
     requests, pending = [], {}
-    for spec in config.generators:
+    for spec in specs:
         sampling = config.sampling_for(spec)
         for problem in problems:
             missing = [i for i in range(sampling.n) if (problem.problem_id, spec.name, i) not in done]
@@ -244,21 +126,26 @@ def plan_requests(config: RolloutConfig, problems: list[Problem], done: set[tupl
 
 
 def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progress: bool = True) -> RolloutSummary:
-    from darling.core.engines import make_engine
+    """Generate what is missing in ``config.output``; ``engine``: one already made (default: ``config``'s)."""
     from darling.core.progress import progress_bar
 
-    if not config.generators:
+    config.validate()  # also a config changed after it was made
+    if config.problems is None:
+        raise UserInputError("give --problems (or --import champ)")
+    specs = config.generator_specs()
+    options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
+    if not specs:
         raise UserInputError("no generator models: give --model (repeatable) or --generators FILE")
     problems = load_problems(
         config.problems, config.problem_field, config.answer_field, config.id_field, limit=config.limit
     )
     store = ShardStore(config.output, ROLLOUT_COLUMNS, ROLLOUT_KEY)
-    store.check_settings(config.identity(), what="problems, models or sampling")
+    store.check_settings(config.identity(specs), what="problems, models or sampling")
     existing = store.read()
     done = {tuple(k) for k in existing.filter(pl.col("status") == "ok").select(ROLLOUT_KEY).iter_rows()}
-    requests, pending = plan_requests(config, problems, done)
+    requests, pending = plan_requests(config, specs, problems, done)
     total = sum(len(ctx[2]) for ctx in pending.values())
-    engine = engine or make_engine(config.engine, **config.engine_options)
+    engine = engine or build_engine(config, options)
     counts = {"generated": 0, "failed": 0}
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("rollouts", total=total)
@@ -273,7 +160,7 @@ def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progr
             by_model: dict[str, list[ChatRequest]] = {}
             for request in requests:
                 by_model.setdefault(request.key[0], []).append(request)
-            for spec in config.generators:
+            for spec in specs:
                 if spec.name in by_model:
                     engine.run(spec.engine_model, by_model[spec.name], on_result)
         finally:

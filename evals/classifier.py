@@ -22,7 +22,7 @@ from darling.classifier.data import load_pairs
 from darling.classifier.export import read_export_meta
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
-from darling.core.errors import UserInputError
+from darling.evals.config import ClassifierEvalConfig
 
 COMPARED = ("accuracy", "balanced_accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n")
 
@@ -55,42 +55,34 @@ def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, 
     return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
-def evaluate_classifier(
-    model_dir: str | Path | None,
-    data: str | Path,
-    output: str | Path,
-    threshold: float | None = None,
-    symmetric: bool | None = None,
-    batch_size: int = 32,
-    compare: str | Path | None = None,
-    zero_shot: str | None = None,
-    fit_data: str | Path | None = None,
-) -> dict[str, Any]:
-    """Metrics of ``model_dir`` on ``data``, and of ``compare`` / ``zero_shot`` on the same pairs.
+def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
+    """Metrics of ``config.model`` on ``config.data``, and of ``compare`` / ``zero_shot`` on the same pairs.
 
-    ``threshold`` applies to ``model_dir`` only: every other row is judged at its own calibrated threshold
+    ``threshold`` applies to ``model`` only: every other row is judged at its own calibrated threshold
     (a threshold belongs to one model's probability scale). ``symmetric``, when given, applies to every
     cross-encoder export.
     """
-    if model_dir is None and zero_shot is None:
-        raise UserInputError("give --model (an export) or --zero-shot (a backbone), or both")
-    if zero_shot is not None and fit_data is None:
-        raise UserInputError("--zero-shot needs --fit-data: labelled pairs to fit a, b and the threshold on")
-    pairs = load_pairs(data)  # validate inputs before loading any model
-    for export in (model_dir, compare):
+    c = config
+    c.validate()  # also a config changed after it was made
+    pairs = load_pairs(c.data)  # validate inputs before loading any model
+    for export in (c.model, c.compare):
         if export is not None:
             read_export_meta(export)
-    if fit_data is not None:
-        load_pairs(fit_data)
+    if c.fit_data is not None:
+        load_pairs(c.fit_data)
+    if c.threads:
+        import torch
+
+        torch.set_num_threads(c.threads)
     texts = [p.texts for p in pairs.pairs]
     rows = []
-    if model_dir is not None:
-        rows.append(_export_row(model_dir, texts, symmetric, batch_size, "", threshold))
-    if compare is not None:
-        rows.append(_export_row(compare, texts, symmetric, batch_size, "compare"))
-    if zero_shot is not None:
-        rows.append(_zero_shot_row(zero_shot, fit_data, texts, batch_size, "zero_shot" if rows else ""))
-    return write_rows(rows, pairs, data, Path(output))
+    if c.model is not None:
+        rows.append(_export_row(c.model, texts, c.symmetric, c.batch_size, "", c.threshold))
+    if c.compare is not None:
+        rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare"))
+    if c.zero_shot is not None:
+        rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, "zero_shot" if rows else ""))
+    return write_rows(rows, pairs, c.data, Path(c.output))
 
 
 def write_rows(rows: list[Row], pairs, data, output: Path) -> dict[str, Any]:

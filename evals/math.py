@@ -40,36 +40,22 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from darling.core.engine_config import build_engine, engine_options
 from darling.core.errors import UserInputError
 from darling.core.shards import SHARD_GLOB, atomic_write_bytes
-from darling.datagen.rollouts import DEFAULT_SYSTEM_PROMPT, GeneratorSpec, RolloutConfig, read_rollouts
+from darling.datagen.config import GeneratorSpec, RolloutConfig
+from darling.datagen.rollouts import read_rollouts
+
+# The settings live in evals.config (light, for the command line); their names stay importable from here.
+from darling.evals.config import MathEvalConfig as MathEvalConfig
+from darling.evals.config import parse_model as parse_model
 
 GENERATIONS = "generations"
-
-
-@dataclass
-class MathEvalConfig:
-    output: Path
-    problems: list[str] = field(default_factory=list)  # files / built-ins; empty with generate=False: all found
-    generators: list[GeneratorSpec] = field(default_factory=list)  # empty with generate=False: all found
-    engine: str = "hf"
-    n: int = 8
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 4096
-    seed: int = 0
-    limit: int | None = None
-    ks: list[int] | None = None  # default: powers of two up to n, plus n
-    generate: bool = True  # False: only recompute metrics and report from the Parquet already there
-    shard_size: int = 64
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    progress: bool = False
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -99,16 +85,6 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "_"
 
 
-def parse_model(text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT) -> GeneratorSpec:
-    """``--model NAME=PATH`` (a checkpoint shown as NAME) or ``--model PATH`` (shown as itself)."""
-    name, sep, path = text.partition("=")
-    sep = sep if "/" not in name else ""  # "runs/lr=1e-5/ckpt" is a path, not NAME=PATH
-    if sep and (not name.strip() or not path.strip()):
-        raise UserInputError(f"--model {text!r}: expected NAME=PATH or PATH")
-    return GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt) if sep else (
-        GeneratorSpec(name=text, system_prompt=system_prompt))  # fmt: skip
-
-
 def _unique(names: list[str], what: str) -> None:
     slugs: dict[str, str] = {}
     for name in names:
@@ -126,40 +102,30 @@ def _dataset_names(config: MathEvalConfig) -> list[tuple[str, str]]:
     return named
 
 
-def _check(config: MathEvalConfig) -> None:
-    if config.n < 1:
-        raise UserInputError(f"--n must be at least 1, got {config.n}")
-    if config.max_tokens < 1 or config.temperature < 0 or not 0 < config.top_p <= 1:
-        raise UserInputError("need --max-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
-    if config.ks is not None and (not config.ks or min(config.ks) < 1):
-        raise UserInputError(f"--k must be positive integers, got {config.ks}")
-    if config.generate:
-        if not config.problems:
-            raise UserInputError("give --problems (repeatable), or --no-generate to report on existing generations")
-        if not config.generators:
-            raise UserInputError("no models: give --model (repeatable) or --generators FILE")
-        biggest = max(s.n or config.n for s in config.generators)
-        if config.ks is not None and max(config.ks) > biggest:
+def _check_models(config: MathEvalConfig, specs: list[GeneratorSpec]) -> None:
+    if config.generate and config.ks is not None:
+        biggest = max(s.n or config.n for s in specs)
+        if max(config.ks) > biggest:
             raise UserInputError(f"--k {max(config.ks)} is larger than the samples per problem (--n {biggest})")
-    _unique([s.name for s in config.generators], "models")
+    _unique([s.name for s in specs], "models")
 
 
-def generate(config: MathEvalConfig, datasets: list[tuple[str, str]]) -> dict[str, int]:
+def generate(
+    config: MathEvalConfig, specs: list[GeneratorSpec], datasets: list[tuple[str, str]], progress: bool
+) -> dict[str, int]:
     """Fill ``generations/<dataset>/<model>/``; models outermost so one engine loads each model once."""
-    from darling.core.engines import make_engine
     from darling.datagen.rollouts import generate_rollouts
 
-    engine = make_engine(config.engine, **config.engine_options)
+    engine = build_engine(config)
     counts = {"generated": 0, "skipped": 0, "failed": 0}
+    sampling = ("engine", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "shard_size")
+    shared = {name: getattr(config, name) for name in sampling}  # the engine itself is made here, once
     try:
-        for spec in config.generators:
+        for spec in specs:
             for name, spec_problems in datasets:
-                rollouts = RolloutConfig(
-                    spec_problems, config.output / GENERATIONS / name / slug(spec.name), [spec], config.engine,
-                    config.n, config.temperature, config.top_p, config.max_tokens, config.seed, config.limit,
-                    config.shard_size, engine_options=config.engine_options,
-                )  # fmt: skip
-                summary = generate_rollouts(rollouts, engine=engine, progress=config.progress)
+                folder = config.output / GENERATIONS / name / slug(spec.name)
+                rollouts = RolloutConfig(problems=spec_problems, output=folder, specs=[spec], **shared)
+                summary = generate_rollouts(rollouts, engine=engine, progress=progress)
                 for key in counts:
                     counts[key] += getattr(summary, key)
     finally:
@@ -357,7 +323,7 @@ def write_report(metrics: dict, output: Path) -> None:
     plot_passk(metrics, output)
 
 
-def evaluate_math(config: MathEvalConfig) -> dict[str, Any]:
+def evaluate_math(config: MathEvalConfig, progress: bool = False) -> dict[str, Any]:
     """Generate what is missing (unless ``generate=False``), then write metrics.json, report.md, plots.
 
     Returns the metrics.json dict plus ``"generation"``: this run's ``generated / skipped / failed``
@@ -365,10 +331,14 @@ def evaluate_math(config: MathEvalConfig) -> dict[str, Any]:
     rerun writes the same file.
     """
     config.output = Path(config.output)
-    _check(config)
+    config.validate()  # also a config changed after it was made
+    specs = config.generator_specs()
+    _check_models(config, specs)
+    if config.generate:
+        engine_options(config)  # a bad engine option fails before any problem file is read
     datasets = _dataset_names(config) if config.problems else None
-    counts = generate(config, datasets) if config.generate else None
-    names = [s.name for s in config.generators] or None
+    counts = generate(config, specs, datasets, progress) if config.generate else None
+    names = [s.name for s in specs] or None
     rows = load_generations(config.output, [d for d, _ in datasets] if datasets else None, names)
     metrics = compute_metrics(rows, config.ks, names)
     write_report(metrics, config.output)

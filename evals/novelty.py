@@ -28,38 +28,40 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from darling.core.engine_config import build_engine, engine_options
 from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
 from darling.core.reward_model import RewardModel
 from darling.core.schemas import stable_id
 from darling.core.shards import RUN_FILE, ShardStore
-from darling.evals.novelty_partition import (
-    DECISIONS,
+from darling.evals.config import (
+    DARLING_FORK,
+    DEFAULT_PATIENCE,
     NOVELTYBENCH,
     PARTITIONS,
+    UTILITIES,
+)
+
+# The settings live in evals.config (light, for the command line); their names stay importable from here.
+from darling.evals.config import NOVELTYBENCH_CUT_POINTS as NOVELTYBENCH_CUT_POINTS
+from darling.evals.config import NoveltyConfig as NoveltyConfig
+from darling.evals.config import check_cut_points as check_cut_points
+from darling.evals.config import parse_cut_points as parse_cut_points
+from darling.evals.novelty_partition import (
+    DECISIONS,
     NoveltyPartitionStats,
     check_classifier,
     load_pair_scorer,
     partition_responses,
 )
 
-# NoveltyBench's reward-model score -> 1..10 cut points (Skywork-Reward-Gemma-2-27B-v0.2), src/score.py.
-NOVELTYBENCH_CUT_POINTS = (-7.71875, -6.28125, -6.0, -5.71875, -5.5, -5.0, -4.375, -3.4375, -2.046875)
-DEFAULT_PATIENCE = 0.8
-DARLING_FORK = "darling-fork"
-UTILITIES = {
-    NOVELTYBENCH: "NoveltyBench's utility (src/score.py): credited qualities averaged with weights patience^i "
-    "over positions i = 0..k-1",
-    DARLING_FORK: "DARLING's evaluation fork (evals/novelty-bench/src/score.py): credited qualities summed and "
-    "divided by k, no patience weighting",
-}
 GENERATION_KEY = ("prompt_id", "sample_index")
 GENERATION_COLUMNS = {
     "prompt_id": "String",
@@ -81,70 +83,7 @@ class NoveltyPrompt:
     category: str | None = None
 
 
-@dataclass
-class NoveltyConfig:
-    output: Path
-    prompts: str | None = None  # JSONL / Parquet / save_to_disk folder / hub name; field `prompt`
-    model: str | None = None  # generator; smollm2 = the packaged SmolLM2-135M-Instruct
-    engine: str = "hf"
-    k: int = 10
-    temperature: float = 1.0
-    max_tokens: int = 512
-    limit: int | None = None  # first N prompts (a larger limit later extends the same output)
-    seed: int = 0
-    classifier: str | None = None  # darling export, or any 2-label HF sequence classifier (needs threshold)
-    classifier_urls: list[str] = field(default_factory=list)  # served replicas of the export
-    threshold: float | None = None  # default: the export's calibrated threshold
-    partition: str = NOVELTYBENCH  # or "union-find" (PARTITIONS); not part of the run's identity
-    utility: str = NOVELTYBENCH  # or "darling-fork" (UTILITIES); not part of the run's identity
-    reward_model: str | None = None  # HF sequence classifier with one output
-    cut_points: tuple[float, ...] = NOVELTYBENCH_CUT_POINTS
-    patience: float = DEFAULT_PATIENCE
-    generate: bool = True  # False: score the stored generations (generation options are then ignored)
-    shard_size: int = 64
-    batch_size: int = 32
-    engine_options: dict[str, Any] = field(default_factory=dict)  # not part of the run's identity
-
-    def identity(self) -> dict[str, Any]:
-        """What defines the generations: a rerun with a different identity would mix two experiments."""
-        # A local file is named by its absolute path: the same file reached from another cwd is the same run.
-        local = self.prompts is not None and Path(self.prompts).exists()
-        prompts = str(Path(str(self.prompts)).resolve()) if local else str(self.prompts)
-        return {"prompts": prompts, "model": self.model, "engine": self.engine, "k": self.k,
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}  # fmt: skip
-
-    def check(self) -> None:
-        if self.k < 1 or self.max_tokens < 1 or self.temperature < 0:
-            raise UserInputError("need --k >= 1, --max-tokens >= 1 and --temperature >= 0")
-        if not 0 <= self.patience <= 1:
-            raise UserInputError(f"--patience must be in [0, 1], got {self.patience}")
-        if self.partition not in PARTITIONS:
-            raise UserInputError(f"--partition: unknown {self.partition!r}; choose one of {', '.join(PARTITIONS)}")
-        if self.utility not in UTILITIES:
-            raise UserInputError(f"--utility: unknown {self.utility!r}; choose one of {', '.join(UTILITIES)}")
-        check_cut_points(self.cut_points)
-        if self.generate and (not self.prompts or not self.model):
-            raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
-        if not self.classifier:
-            raise UserInputError("give --classifier DIR (a darling export or a HF pair classifier)")
-
-
 # -- definitions ---------------------------------------------------------------------------------------------
-def check_cut_points(cut_points: Sequence[float]) -> None:
-    if not cut_points or any(b <= a for a, b in zip(cut_points, cut_points[1:], strict=False)):
-        raise UserInputError(f"cut points must be a non-empty, strictly increasing list, got {list(cut_points)}")
-
-
-def parse_cut_points(text: str) -> tuple[float, ...]:
-    """``"-7.7,-6.3,..."`` -> floats (the CLI's ``--cut-points``)."""
-    try:
-        points = tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UserInputError(f"--cut-points: expected comma-separated numbers, got {text!r}") from None
-    check_cut_points(points)
-    return points
-
-
 def quality_bucket(score: float, cut_points: Sequence[float] = NOVELTYBENCH_CUT_POINTS) -> int:
     """Reward-model score -> 1..len(cut_points)+1 (1..10 by default), as NoveltyBench's transform_raw_reward."""
     return bisect.bisect_left(cut_points, score) + 1
@@ -223,7 +162,6 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
 def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore,
                        engine: Engine | None, progress: bool) -> dict[str, int]:  # fmt: skip
     """Ask the engine for every missing or failed sample; rows are flushed every ``shard_size`` rows."""
-    from darling.core.engines import make_engine
     from darling.core.progress import progress_bar
 
     existing = store.read()
@@ -243,7 +181,7 @@ def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], stor
     if not requests:
         return counts
     own_engine = engine is None
-    engine = engine or make_engine(config.engine, **config.engine_options)
+    engine = engine or build_engine(config)
     buffer: list[dict[str, Any]] = []
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("generate", total=sum(len(m) for _, m in pending.values()))
@@ -309,7 +247,7 @@ def score_generations(
     raw: list[float | None] = [None] * frame.height
     if config.reward_model:
         raw = RewardModel(config.reward_model, device).scores(frame["prompt"].to_list(), frame["response"].to_list())
-    quality = [1 if r is None else quality_bucket(r, config.cut_points) for r in raw]
+    quality = [1 if r is None else quality_bucket(r, config.quality_cut_points) for r in raw]
     k = len(groups[0])  # every complete prompt has exactly k responses
     pairs = list(zip(classes, [quality[i : i + k] for i in range(0, len(quality), k)], strict=True))
     scored = frame.with_columns(
@@ -334,7 +272,13 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
     and per_prompt.parquet to ``config.output``. Returns the metrics plus this run's generation counts."""
     from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
 
-    config.check()
+    config.validate()  # also a config changed after it was made
+    if config.generate and engine is None:
+        engine_options(config)  # a bad engine option fails before anything is read or written
+    if config.threads:  # the hf engine's threads, and the classifier's and reward model's
+        import torch
+
+        torch.set_num_threads(config.threads)
     prompts = load_prompts(str(config.prompts), config.limit) if config.generate else []
     classifier = check_classifier(config)  # before generating: a typo must not cost a generation run
     store_dir = Path(config.output) / "generations"
@@ -358,7 +302,7 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
         scored, per_prompt, stats = score_generations(config, complete, progress)
     else:  # nothing complete: an empty report that says so (the CLI exits 1)
         scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
-    quality = f"reward model, bucketed 1..{len(config.cut_points) + 1}" if config.reward_model else None
+    quality = f"reward model, bucketed 1..{len(config.quality_cut_points) + 1}" if config.reward_model else None
     partition = {"method": config.partition, "decision": DECISIONS[config.partition],
                  "definition": PARTITIONS[config.partition], **stats}  # fmt: skip
     weighted = config.utility == NOVELTYBENCH  # the darling-fork mean has no patience: none is reported
@@ -371,7 +315,7 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
         "utility": utility,
         **classifier,
         "reward_model": config.reward_model,
-        "cut_points": list(config.cut_points) if config.reward_model else None,
+        "cut_points": list(config.quality_cut_points) if config.reward_model else None,
         "quality": quality or "none: quality = 1 for every response, so utility measures diversity only",
         "generation": generation,
         "partition": partition,

@@ -28,20 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
 from darling.core.errors import UserInputError
+from darling.evals.config import NOVELTYBENCH as NOVELTYBENCH
+from darling.evals.config import PARTITIONS as PARTITIONS
+from darling.evals.config import UNION_FIND as UNION_FIND
 
 if TYPE_CHECKING:
-    from darling.evals.novelty import NoveltyConfig
+    from darling.evals.config import NoveltyConfig
 
-NOVELTYBENCH = "noveltybench"
-UNION_FIND = "union-find"
-PARTITIONS = {
-    NOVELTYBENCH: "NoveltyBench's greedy partition (src/partition.py): in generation order, each response is "
-    "compared with the first member of each earlier class and joins the first one where P(equivalent) > threshold; "
-    "when neither response has more than 5 words, shared lower-cased words x 2 >= the longer one's word count "
-    "decides instead of the classifier; not transitive",
-    UNION_FIND: "DARLING's training partition (union-find): every pair decided at P(equivalent) >= threshold, "
-    "classes are the transitive closure; no short-response rule",
-}
 DECISIONS = {NOVELTYBENCH: "P(equivalent) > threshold", UNION_FIND: "P(equivalent) >= threshold"}
 SHORT_RESPONSE_WORDS = 5  # NoveltyBench's maybe_test_equality: both responses at most this many words
 

@@ -15,12 +15,7 @@ records), ``RUN/commands.sh`` (the same chain as ``darling`` commands), ``RUN/ma
 config, versions, SHA-256 of every input and output file) and ``RUN/run.json`` (the run's identity).
 """
 
-from darling.pipeline.config import (
-    CpuPipelineConfig,
-    PaperPipelineConfig,
-    PipelineConfig,
-    build_config,
-)
+from darling.pipeline.config import PipelineConfig, build_config
 from darling.pipeline.runner import run_pipeline
 
-__all__ = ["CpuPipelineConfig", "PaperPipelineConfig", "PipelineConfig", "build_config", "run_pipeline"]
+__all__ = ["PipelineConfig", "build_config", "run_pipeline"]

@@ -14,8 +14,9 @@ from typing import Any
 
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands import COMMANDS_FILE, input_files
+from darling.pipeline.commands import COMMANDS_FILE
 from darling.pipeline.config import PipelineConfig, to_json
+from darling.pipeline.steps import input_files
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"

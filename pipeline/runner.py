@@ -108,7 +108,7 @@ def run_pipeline(config: PipelineConfig, progress: bool = True, log: Callable[[s
     ``config.output``. Returns ``{"status", "run", "commands", "stages", "report", "manifest"}``; status is
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest."""
     log = log or (lambda line: print(line, flush=True))
-    config.check()
+    config.validate()
     check_identity(config)
     write_inputs(config)
     commands, stage_cmds = write_commands(config)

@@ -13,10 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
-from darling.pipeline.commands import EVAL_NAME, classifier_overrides, eval_models, input_files, rollout_generators
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.steps import (
+    EVAL_NAME,
+    classifier_step,
+    datagen_step,
+    eval_math_steps,
+    eval_novelty_steps,
+    labels_step,
+    pairs_step,
+    rl_step,
+)
 
 
 class StageFailed(RuntimeError):
@@ -33,13 +41,6 @@ class Context:
     def run(self) -> Path:
         return self.config.run
 
-    def engine_options(self, engine: str, tensor_parallel: int = 1) -> dict[str, Any]:
-        if engine == "hf":
-            return {"threads": self.config.threads}
-        if engine == "vllm":
-            return {"tensor_parallel_size": tensor_parallel}
-        raise UserInputError(f"the in-process pipeline runs engines hf or vllm, not {engine!r}")
-
 
 def _write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=2, default=str) + "\n").encode())
@@ -49,31 +50,20 @@ def _write_json(path: Path, data: Any) -> None:
 def datagen(ctx: Context) -> dict[str, Any]:
     import polars as pl
 
-    from darling.datagen.rollouts import (
-        GeneratorSpec,
-        RolloutConfig,
-        generate_rollouts,
-        import_champ,
-        load_generator_config,
-        read_rollouts,
-    )
+    from darling.datagen.rollouts import generate_rollouts, import_champ, read_rollouts
 
-    c, out = ctx.config, ctx.run / "datagen"
-    if c.datagen == "champ":
-        run = import_champ(out, limit=c.datagen_limit, progress=ctx.progress)
+    c, step = ctx.config, datagen_step(ctx.config)
+    config = step.config
+    if step.params.get("import_") == "champ":
+        run = import_champ(config.output, limit=config.limit, progress=ctx.progress)
         mode = f"CHAMP import: the real responses of 4 models to the first {c.datagen_limit or 270} problems"
     else:
-        path = input_files(c)["generators"]
-        specs = load_generator_config(path) if path.exists() else [GeneratorSpec(**g) for g in rollout_generators(c)]
-        config = RolloutConfig(c.datagen_problems, out, specs, c.rollout_engine, c.rollout_n, c.rollout_temperature,
-                               1.0, c.rollout_max_tokens, c.seed, c.datagen_limit,
-                               engine_options=ctx.engine_options(c.rollout_engine,
-                                                                 c.rollout_tensor_parallel))  # fmt: skip
         run = generate_rollouts(config, progress=ctx.progress)
-        mode = f"generated: {', '.join(s.name for s in specs)} on {c.datagen_problems}, n = {c.rollout_n}"
+        names = ", ".join(s.name for s in config.generator_specs())
+        mode = f"generated: {names} on {c.datagen_problems}, n = {c.rollout_n}"
         if run.failed:
             raise StageFailed(f"datagen: {run.failed} responses failed; rerun to retry them")
-    rows = read_rollouts(out)
+    rows = read_rollouts(config.output)
     ok = rows.filter(pl.col("status") == "ok")
     return {
         "mode": mode,
@@ -88,12 +78,10 @@ def datagen(ctx: Context) -> dict[str, Any]:
 
 # -- 2. pairs ------------------------------------------------------------------------------------------------
 def pairs(ctx: Context) -> dict[str, Any]:
-    from darling.datagen.pairs import PairConfig, build_pairs
+    from darling.datagen.pairs import build_pairs
 
     c = ctx.config
-    config = PairConfig(ctx.run / "datagen", ctx.run / "pairs", cross_model_only=c.cross_model_only,
-                        max_pairs_per_problem=c.pairs_per_problem, seed=c.seed, workers=c.threads or 0)  # fmt: skip
-    s = build_pairs(config, progress=ctx.progress)
+    s = build_pairs(pairs_step(c).config, progress=ctx.progress)
     return {"pairs": s.pairs, "problems_with_pairs": s.problems_with_pairs, "responses_used": s.responses_used,
             "duplicates_dropped": s.duplicates_dropped, "per_model_pair": dict(sorted(s.per_model_pair.items())),
             "cross_model_only": c.cross_model_only, "max_pairs_per_problem": c.pairs_per_problem}  # fmt: skip
@@ -101,15 +89,11 @@ def pairs(ctx: Context) -> dict[str, Any]:
 
 # -- 3. judge labels -----------------------------------------------------------------------------------------
 def labels(ctx: Context) -> dict[str, Any]:
-    from darling.datagen.judge import JudgeConfig, label_pairs
+    from darling.datagen.judge import label_pairs
 
     c = ctx.config
-    prompt = input_files(c).get("judge_prompt")
-    config = JudgeConfig(ctx.run / "pairs", ctx.run / "labels", c.judge_model, engine=c.judge_engine,
-                         prompt_file=prompt, temperature=0.0, max_tokens=c.judge_max_tokens,
-                         structured=c.judge_structured, max_chars_per_solution=c.judge_max_chars, seed=c.seed,
-                         limit=c.judge_limit,
-                         engine_options=ctx.engine_options(c.judge_engine, c.judge_tensor_parallel))  # fmt: skip
+    config = labels_step(c).config
+    prompt = config.prompt_file
     s = label_pairs(config, progress=ctx.progress)
     if s.counts.get("failed"):
         raise StageFailed(f"labels: {s.counts['failed']} pairs failed (engine errors); rerun to retry them")
@@ -156,16 +140,15 @@ def classifier_data(ctx: Context) -> dict[str, Any]:
 
 
 def classifier(ctx: Context) -> dict[str, Any]:
-    from darling.classifier.config import build_config
     from darling.classifier.train import train_classifier
 
-    c, out = ctx.config, ctx.run / "classifier"
+    c, step = ctx.config, classifier_step(ctx.config)
+    config, out = step.config, step.params["output"]
     data = classifier_data(ctx)
     if data["fallback"]:
         ctx.log(f"  note: {data['fallback_reason']}")
-    config = build_config(c.classifier_preset, overrides=classifier_overrides(c))
     resume = (out / "training" / "checkpoints" / "last.ckpt").exists()
-    result = train_classifier(config, data["file"], out, resume=resume, progress=ctx.progress)
+    result = train_classifier(config, step.params["data"], out, resume=resume, progress=ctx.progress)
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, int | float)}
     del result
     gc.collect()
@@ -198,21 +181,12 @@ def _max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
 
 def rl(ctx: Context) -> dict[str, Any]:
     from darling.core.local_models import resolve_model
-    from darling.rl.train import build_config, rl_train
+    from darling.rl.train import rl_train
 
     c, out = ctx.config, ctx.run / "rl"
     for leftover in out.glob(".pruned-*"):  # a prune that was interrupted
         shutil.rmtree(leftover, ignore_errors=True)
-    options = {
-        "max_steps": c.rl_steps,
-        "limit": c.rl_limit,
-        "max_completion_length": c.rl_max_completion_length,
-        "threads": c.threads,
-        "save_steps": c.rl_save_steps,
-        "seed": c.seed,
-        **c.rl_options,
-    }
-    config = build_config(c.rl_preset, output=out, classifier=ctx.run / "classifier", **options)
+    config = rl_step(c).config
     resumed = any(out.glob("checkpoint-*"))
     trainer = rl_train(config, resume=None)  # continue a checkpoint an interrupted run left, if any
     history = trainer.state.log_history
@@ -238,17 +212,15 @@ def rl(ctx: Context) -> dict[str, Any]:
 
 # -- 6. eval math ----------------------------------------------------------------------------------------------
 def eval_math(ctx: Context) -> dict[str, Any]:
-    from darling.datagen.rollouts import load_generator_config
-    from darling.evals.math import MathEvalConfig, evaluate_math
+    from darling.evals.math import evaluate_math
+    from darling.pipeline.steps import eval_models
 
     c = ctx.config
     models, paths, ks, datasets = {}, {}, set(), []
+    steps = eval_math_steps(c)
     for name, model in eval_models(c).items():  # one folder each, the same model name: paired seeds
-        specs = load_generator_config(input_files(c)[f"eval_generators:{name}"])
-        config = MathEvalConfig(ctx.run / "eval-math" / name, list(c.eval_problems), specs, c.eval_engine, c.eval_n,
-                                c.eval_temperature, 0.95, c.eval_max_tokens, c.seed, c.eval_limit,
-                                engine_options=ctx.engine_options(c.eval_engine), progress=ctx.progress)  # fmt: skip
-        metrics = evaluate_math(config)
+        config = steps[name].config
+        metrics = evaluate_math(config, progress=ctx.progress)
         if metrics["generation"] and metrics["generation"]["failed"]:
             raise StageFailed(f"eval-math: {metrics['generation']['failed']} samples of {name} failed; rerun to retry")
         m = metrics["models"][EVAL_NAME]
@@ -261,17 +233,13 @@ def eval_math(ctx: Context) -> dict[str, Any]:
 
 # -- 7. eval novelty -------------------------------------------------------------------------------------------
 def eval_novelty(ctx: Context) -> dict[str, Any]:
-    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+    from darling.evals.novelty import evaluate_novelty
 
     c = ctx.config
-    prompts = input_files(c)["novelty_prompts"]
     results = {}
-    for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
-        config = NoveltyConfig(output=ctx.run / "eval-novelty" / name, prompts=str(prompts), model=model,
-                               engine=c.novelty_engine, k=c.novelty_k, temperature=c.novelty_temperature,
-                               max_tokens=c.novelty_max_tokens, limit=c.novelty_limit, seed=c.seed,
-                               classifier=str(ctx.run / "classifier"),
-                               engine_options=ctx.engine_options(c.novelty_engine))  # fmt: skip
+    for name, step in eval_novelty_steps(c).items():  # novelty seeds do not depend on the model: paired too
+        config = step.config
+        model, prompts = config.model, config.prompts
         m = evaluate_novelty(config, progress=ctx.progress)
         if m["n_prompts_incomplete"]:
             raise StageFailed(f"eval-novelty: {m['n_prompts_incomplete']} prompts of {name} failed; rerun to retry")

@@ -3,107 +3,24 @@
 The paper's choices are the defaults: rewards centred per group without std scaling
 (``scale_rewards="none"``, Eq. 6), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``).
 ``diversity=False`` runs the GRPO baseline with identical settings (quality only, no classifier calls).
+The settings are ``darling.rl.config.RLTrainConfig`` (presets: ``rl/presets/*.toml``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from darling.core.errors import UserInputError
-from darling.rl.reward import NORMS, DarlingConfig
+from darling.rl.config import CPU_TEMPLATE as CPU_TEMPLATE  # re-exported: the config lives in darling.rl.config
+from darling.rl.config import RLTrainConfig
+from darling.rl.config import build_config as build_config
 
 SETTINGS_FILE = "darling-rl.json"
 # What a resumed run may change: where it writes, how far it goes, where the classifier is served, CPU threads.
 # Anything else (policy, data, reward, sampling, optimiser) would silently continue a different experiment.
 RESUME_MAY_CHANGE = frozenset({"output", "max_steps", "classifier_urls", "threads", "save_steps"})
-
-CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
-PRESETS: dict[str, dict[str, Any]] = {
-    # 2 cores: the packaged SmolLM2-135M-Instruct, 4 samples per prompt, short completions, a few steps.
-    "cpu": dict(policy="smollm2", problems="arithmetic", limit=32, num_generations=4, per_device_train_batch_size=4,
-                max_completion_length=64, temperature=0.7, learning_rate=1e-6, max_steps=4, use_cpu=True, bf16=False,
-                threads=1),
-    # The paper's math runs (GPU only): Qwen3-4B-Base, n=8, lr 1e-6, long completions, vLLM generation in TRL.
-    "paper-math": dict(policy="Qwen/Qwen3-4B-Base", problems="agentica-org/DeepScaleR-Preview-Dataset", limit=None,
-                       num_generations=8, per_device_train_batch_size=8, gradient_accumulation_steps=4,
-                       max_completion_length=8192, learning_rate=1e-6, max_steps=500, use_cpu=False, bf16=True,
-                       use_vllm=True, vllm_mode="colocate", threads=None, save_steps=50),
-}  # fmt: skip
-
-
-@dataclass
-class RLTrainConfig:
-    output: Path
-    policy: str = "smollm2"
-    classifier: Path | None = None  # exported classifier (train-classifier); needed unless diversity is off
-    classifier_urls: list[str] = field(default_factory=list)  # vLLM replicas serving it; empty: in-process
-    classifier_threshold: float | None = None  # override the exported decision threshold
-    reward_model: Path | None = None  # quality from a one-output reward model; default: math-verify correctness
-    problems: str = "champ"
-    limit: int | None = 32
-    user_template: str = CPU_TEMPLATE
-    diversity: bool = True  # False: the GRPO baseline (quality only)
-    combine: str = "multiply"  # multiply (paper, Eq. 5) | add (ablation); quality-only is diversity=False
-    norm: str = "identity"  # Norm() of Eq. 5: identity (Eq. 4 is already in [0, 1]) | minmax within the group
-    correct_only: bool = False
-    floor: float = 0.0
-    num_generations: int = 4
-    per_device_train_batch_size: int = 4
-    steps_per_generation: int | None = None
-    gradient_accumulation_steps: int = 1
-    max_completion_length: int = 64
-    temperature: float = 1.0
-    learning_rate: float = 1e-6
-    max_steps: int = 4
-    loss_type: str = "dr_grpo"
-    beta: float = 0.0
-    use_vllm: bool = False
-    vllm_mode: str = "colocate"
-    bf16: bool = False
-    use_cpu: bool = True
-    save_steps: int = 1
-    seed: int = 0
-    threads: int | None = 1
-
-    def check(self) -> None:
-        if self.diversity and self.classifier is None:
-            raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --diversity off")
-        if self.combine not in ("multiply", "add"):
-            raise UserInputError(
-                f"combine must be multiply or add, got {self.combine!r} (quality only: --diversity off)"
-            )
-        if self.norm not in NORMS:
-            raise UserInputError(f"norm must be one of {', '.join(NORMS)}, got {self.norm!r}")
-        if not 0.0 <= self.floor <= 1.0:
-            raise UserInputError(f"floor must be in [0, 1], got {self.floor}")
-        per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
-        if per_process % self.num_generations:
-            # TRL scores each process's slice of the generation batch; a group split across two slices would be
-            # partitioned in two halves.
-            raise UserInputError(
-                f"per-device batch x steps per generation = {per_process} must be a multiple of "
-                f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
-            )
-
-    def darling(self) -> DarlingConfig:
-        """The reward's settings (Eq. 4-5); the GRPO baseline combines nothing: quality only."""
-        return DarlingConfig(combine=self.combine if self.diversity else "quality", norm=self.norm,
-                             correct_only=self.correct_only, floor=self.floor)  # fmt: skip
-
-
-def build_config(preset: str, **overrides: Any) -> RLTrainConfig:
-    if preset not in PRESETS:
-        raise UserInputError(f"unknown preset {preset!r}: choose {', '.join(PRESETS)}")
-    known = {f.name for f in fields(RLTrainConfig)}
-    unknown = set(overrides) - known
-    if unknown:
-        raise UserInputError(f"unknown option {sorted(unknown)[0]!r}")
-    values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-    return RLTrainConfig(**values)
 
 
 def build_dataset(config: RLTrainConfig):
@@ -136,7 +53,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     from darling.core.local_models import resolve_model
     from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality, answer_quality
 
-    config.check()
+    config.validate()  # also a config changed after it was made
     if config.threads:
         torch.set_num_threads(config.threads)
     dataset = dataset if dataset is not None else build_dataset(config)
@@ -174,10 +91,6 @@ def checkpoints(output: Path) -> list[Path]:
     return sorted(Path(output).glob("checkpoint-*"))
 
 
-def _settings(config: RLTrainConfig) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(config), default=str))
-
-
 def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
     """Check OUTPUT against ``resume`` and record the settings; True when training continues a checkpoint.
 
@@ -192,7 +105,7 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
         raise UserInputError(
             f"{output}: already holds {found[-1].name}; pass --resume to continue, or another --output"
         )
-    saved_file, now = output / SETTINGS_FILE, _settings(config)
+    saved_file, now = output / SETTINGS_FILE, config.to_dict()
     if found and saved_file.exists():
         saved = json.loads(saved_file.read_text())
         for key in sorted(set(now) - RESUME_MAY_CHANGE):
@@ -218,7 +131,7 @@ def check_policy(name: str) -> None:
 
 def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics)."""
-    config.check()
+    config.validate()
     dataset = None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched
         check_policy(config.policy)

@@ -168,7 +168,7 @@ RECORD_COMMANDS = {
                                                                  "smollm2", "--output", o]),
     "eval math --problems": ("problems", lambda t, f, o: ["eval", "math", "--problems", "arithmetic", "--problems", f,
                                                           "--model", "smollm2", "--output", o]),
-    "rl-train --problems": ("problems", lambda t, f, o: ["rl-train", "--diversity", "off", "--problems", f,
+    "rl-train --problems": ("problems", lambda t, f, o: ["rl-train", "--no-diversity", "--problems", f,
                                                          "--output", o]),
     "eval novelty --prompts": ("prompts", lambda t, f, o: ["eval", "novelty", "--prompts", f, "--model", "smollm2",
                                                            "--classifier", t / "clf", "--output", o]),
@@ -179,7 +179,7 @@ RECORD_CASES = [
     for command in RECORD_COMMANDS
     for name in RECORD_FILES
     if command in FIRST_OF_KIND or name in SOME or name in MORE.get(command, ())
-    # rl-train reads only the first --limit problems (200 in its cpu preset), so a file cut after them is fine
+    # rl-train reads only the first --limit problems (32 in its cpu preset), so a file cut after them is fine
     if (command, name) != ("rl-train --problems", "truncated_gz")
 ]  # fmt: skip
 

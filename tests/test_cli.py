@@ -71,3 +71,35 @@ def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_p
     for name in ("roc.png", "reliability.png"):
         assert (tmp_path / "eval" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()) == 40
+
+
+def test_eval_classifier_flags_reach_its_config(tmp_path, monkeypatch):
+    """eval classifier's flags are ClassifierEvalConfig's fields; --symmetric / --one-order / unset stay three."""
+    from typer.testing import CliRunner
+
+    import darling.evals.classifier
+    from darling.cli.main import app
+    from darling.core.errors import UserInputError
+    from darling.evals.config import ClassifierEvalConfig
+
+    seen = []
+    metrics = {
+        "model": "m",
+        "n": 1,
+        **{k: 0.5 for k in ("accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold")},
+    }
+    monkeypatch.setattr(darling.evals.classifier, "evaluate_classifier", lambda c: seen.append(c) or {**metrics})
+    base = ["eval", "classifier", "--model", str(tmp_path), "--data", "d.jsonl", "-o", str(tmp_path / "e")]
+    for extra, symmetric in (
+        ([], None),
+        (["--symmetric"], True),
+        (["--one-order"], False),
+        (["--no-symmetric"], False),
+    ):
+        result = CliRunner().invoke(app, [*base, *extra, "--threshold", "0.3", "--batch-size", "4"])
+        assert result.exit_code == 0, result.output
+        config = seen.pop()
+        assert (config.model, config.data, config.symmetric, config.threshold, config.batch_size) == (
+            tmp_path, "d.jsonl", symmetric, 0.3, 4)  # fmt: skip
+    with pytest.raises(UserInputError, match="--fit-data"):
+        ClassifierEvalConfig(data="d", output=tmp_path, zero_shot="packaged:all-MiniLM-L6-v2")

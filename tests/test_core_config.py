@@ -7,18 +7,35 @@ import pytest
 from helpers import assert_one_line_error, darling
 
 from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.serve import ServeConfig
 from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
+from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
+from darling.evals.config import ClassifierEvalConfig, MathEvalConfig, NoveltyConfig
+from darling.rl.config import RLTrainConfig
 
-CONFIGS = [ClassifierTrainConfig]  # every command's settings dataclass
+CONFIGS = [ClassifierTrainConfig, RLTrainConfig, ServeConfig]  # every command's settings dataclass
+CONFIGS += [RolloutConfig, PairConfig, JudgeConfig, MathEvalConfig, NoveltyConfig, ClassifierEvalConfig]
+# Settings with no default, and what every preset's rules need (rl-train's DARLING reward needs a classifier).
+REQUIRED: dict[type, dict] = {
+    RLTrainConfig: {"output": "runs/rl", "classifier": "runs/clf"},
+    ServeConfig: {"model": "runs/clf"},
+    RolloutConfig: {"output": "runs/rollouts"},
+    PairConfig: {"rollouts": "runs/rollouts", "output": "runs/pairs"},
+    JudgeConfig: {"pairs": "runs/pairs", "output": "runs/labels", "judge_model": "smollm2"},
+    MathEvalConfig: {"output": "runs/math", "problems": ["arithmetic"], "model": ["smollm2"]},
+    NoveltyConfig: {"output": "runs/novelty", "classifier": "runs/clf", "prompts": "p.jsonl", "model": "smollm2"},
+    ClassifierEvalConfig: {"data": "pairs.jsonl", "output": "runs/eval", "model": "runs/clf"},
+}
 
 
 @pytest.mark.parametrize("cls", CONFIGS, ids=lambda c: c.__name__)
 def test_every_field_has_help_and_every_preset_builds(cls):
     assert issubclass(cls, CommandConfig)
     assert all(f.metadata.get("help") for f in fields(cls)), [f.name for f in fields(cls) if not f.metadata.get("help")]
-    for name in cls.preset_names():
-        assert isinstance(cls.build(name), cls)
+    required = REQUIRED.get(cls, {})
+    for name in cls.preset_names() if cls.PRESET_PACKAGE else [None]:
+        assert isinstance(cls.build(name, overrides=required), cls)
 
 
 def test_values_are_read_as_their_fields_types():
@@ -51,3 +68,94 @@ def test_flags_are_field_names_and_beat_the_config_file_and_the_preset(tmp_path:
     result = darling(*args, "--kind", "tri-encoder")
     assert_one_line_error(result, "kind must be one of cross-encoder, bi-encoder")
     assert not (tmp_path / "o").exists()
+
+
+def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: Path, monkeypatch):
+    """rl-train's layers, in process up to the training call: preset < --config < --set < flags, the short aliases
+    (--lr, -n, --threshold, --classifier-url), the bool flags; then the per-step summary."""
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    import darling.rl.train
+    from darling.cli.main import app
+
+    seen = []
+    history = [{"step": 1, "reward": 0.5, "darling/quality": 1.0, "darling/diversity": 0.5}]
+
+    def fake_rl_train(config, resume):
+        seen.append((config, resume))
+        return SimpleNamespace(state=SimpleNamespace(log_history=history))
+
+    monkeypatch.setattr(darling.rl.train, "rl_train", fake_rl_train)
+    config_file = tmp_path / "rl.toml"
+    config_file.write_text('num_generations = 8\nper_device_train_batch_size = 8\nproblems = "champ"\nfloor = 0.2\n')
+    args = ["rl-train", "--classifier", str(tmp_path), "--output", str(tmp_path / "rl"), "--config", str(config_file)]
+    flags = "--set learning_rate=3e-6 --set max_steps=9 --lr 5e-6 -n 2 --threshold 0.9 --correct-only --resume"
+    urls = ["--classifier-url", "http://a:1", "--classifier-url", "http://b:2"]
+    result = CliRunner().invoke(app, [*args, *flags.split(), *urls])
+    assert result.exit_code == 0, result.output
+    ((config, resume),) = seen
+    assert resume is True and config.output == tmp_path / "rl" and config.classifier == tmp_path
+    assert (config.num_generations, config.per_device_train_batch_size) == (2, 8)  # -n beat the file
+    assert (config.learning_rate, config.max_steps) == (5e-6, 9)  # --lr beat --set; --set beat the preset
+    assert (config.problems, config.floor, config.correct_only) == ("champ", 0.2, True)  # the file beat the preset
+    assert (config.classifier_threshold, config.classifier_urls) == (0.9, ["http://a:1", "http://b:2"])
+    assert (config.temperature, config.limit, config.threads, config.diversity) == (0.7, 32, 1, True)  # cpu preset
+    assert "step 1: reward 0.500  quality 1.000  diversity 0.500" in result.output
+    assert "policy saved to" in result.output and f"{tmp_path / 'rl'}/final" in result.output  # rich may wrap
+
+    seen.clear()
+    argv = ["rl-train", "--no-diversity", "--preset", "paper-math", "--output", str(tmp_path / "paper")]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    ((config, resume),) = seen
+    assert resume is False and config.darling().combine == "quality" and config.classifier is None
+    assert (config.policy, config.limit, config.threads, config.use_vllm) == ("Qwen/Qwen3-4B-Base", None, None, True)
+
+
+def test_rl_train_config_file_and_set_on_the_real_cli(tmp_path: Path):
+    """Each layer's bad value is refused with one line naming its origin and field, before anything is written."""
+    config = tmp_path / "rl.toml"
+    config.write_text("num_generations = 3\n")
+    args = ["rl-train", "--no-diversity", "--output", str(tmp_path / "o"), "--config", str(config)]
+    result = darling(*args, "--set", "per_device_train_batch_size=4")
+    assert_one_line_error(result, "= 4 must be a multiple of num_generations = 3")  # the file's 3 reached the config
+    result = darling(*args, "--set", "num_generations=4", "-n", "0")
+    assert_one_line_error(result, "num_generations must be >= 1, got 0")  # the flag (0) won over --set (4)
+    result = darling(*args, "--set", "diversity_weight=2")
+    assert_one_line_error(result, "unknown option 'diversity_weight'")
+    config.write_text('limit = "many"\n')
+    assert_one_line_error(darling(*args), str(config), "option 'limit': cannot read 'many' as int or none")
+    assert not (tmp_path / "o").exists()
+
+
+def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
+    """serve-classifier's config (no presets): its defaults are the command's, its flags reach start_replicas."""
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    import darling.classifier.serve as serve
+    from darling.cli.main import app
+
+    calls = []
+    server = SimpleNamespace(base_url="http://127.0.0.1:9", log_path="log", process=None)
+    monkeypatch.setattr(serve, "start_replicas", lambda *args: calls.append(args) or [server])
+    monkeypatch.setattr(serve, "stop_all", lambda servers: calls.append(("stopped", servers)))
+    monkeypatch.setattr(serve, "sample_pairs", lambda: [("a", "b")])
+    report = SimpleNamespace(ok=True, pairs=1, max_abs_diff=0.0, decisions_agree=1)
+    monkeypatch.setattr(serve, "parity_check", lambda model, urls, pairs: calls.append(("check", urls)) or report)
+
+    result = CliRunner().invoke(app, ["serve-classifier", "--model", str(tmp_path), "--exit-after-check"])
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path, 1, None, "127.0.0.1", 8000, None, False), ("stopped", [server])]
+    calls.clear()
+    flags = "--replicas 2 --port 0 --host 0.0.0.0 --gpus 6,7 --cpu --python /v/bin/python --check --exit-after-check"
+    result = CliRunner().invoke(app, ["serve-classifier", "--model", str(tmp_path), *flags.split()])
+    assert result.exit_code == 0, result.output
+    assert calls[0] == (tmp_path, 2, "/v/bin/python", "0.0.0.0", 0, ["6", "7"], True)
+    assert calls[1:] == [("check", [server.base_url]), ("stopped", [server])] and "parity OK: 1 pairs" in result.output
+    assert ServeConfig.build(overrides={"model": "m"}) == ServeConfig(model=Path("m"))
+    with pytest.raises(UserInputError, match="replicas must be >= 1, got 0"):
+        ServeConfig(model=Path("m"), replicas=0)

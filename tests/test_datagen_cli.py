@@ -1,7 +1,13 @@
 """`darling datagen` from the command line: the hf engine with the real SmolLM2, and bad input -> one line, exit 2."""
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import polars as pl
 from helpers import assert_one_line_error, darling, write_jsonl
+from typer.testing import CliRunner
+
+from darling.core.engine_config import engine_options
 
 
 def test_hf_engine_rollouts_with_the_real_smollm2(tmp_path, smollm2_dir):
@@ -59,7 +65,7 @@ def test_label_option_errors_are_one_line(tmp_path):
             "--base-url", "http://127.0.0.1:9/v1"]  # fmt: skip
     assert_one_line_error(darling(*base), "pairs.parquet", "missing field")
     assert_one_line_error(darling(*base, "--votes", 3), "--temperature")
-    assert_one_line_error(darling(*base, "--structured", "json"), "--structured")
+    assert_one_line_error(darling(*base, "--structured", "json"), "structured must be one of none, choice, regex")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("{problem} {solution_1}")
     assert_one_line_error(darling(*base, "--prompt-file", prompt), "prompt.txt", "{solution_2}")
@@ -71,3 +77,50 @@ def test_changed_sampling_is_refused_before_anything_runs(tmp_path):
     (out / "run.json").write_text('{"engine": "hf", "seed": 1}')
     result = darling("datagen", "rollouts", "--problems", "gsm8k", "--limit", 1, "--model", "smollm2", "--output", out)
     assert_one_line_error(result, str(out), "use a new --output")
+
+
+def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
+    """Each command's flags are its config's fields (the engine's among them), in process up to the API call."""
+    import darling.datagen.judge
+    import darling.datagen.pairs
+    import darling.datagen.rollouts
+    from darling.cli.main import app
+
+    seen = []
+    rollouts = SimpleNamespace(output=tmp_path, rows=0, generated=0, skipped=0, failed=0)
+    pairs = SimpleNamespace(pairs=0, problems_with_pairs=0, responses_used=0, duplicates_dropped=0, per_problem={},
+                            per_model_pair={})  # fmt: skip
+    labels = SimpleNamespace(counts={}, label_balance={}, judged_now=0, skipped=0, requests=0)
+    monkeypatch.setattr(darling.datagen.rollouts, "generate_rollouts", lambda c, progress: seen.append(c) or rollouts)
+    monkeypatch.setattr(darling.datagen.pairs, "build_pairs", lambda c, progress: seen.append(c) or pairs)
+    monkeypatch.setattr(darling.datagen.judge, "label_pairs", lambda c, progress: seen.append(c) or labels)
+
+    def run(*args):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        assert result.exit_code == 0, result.output
+        return seen.pop()
+
+    config = run("datagen", "rollouts", "--problems", "gsm8k", "-m", "a", "-m", "b", "-n", 2, "--top-p", 0.9,
+                 "--system-prompt", "", "--engine", "openai", "--base-url", "http://h/v1", "--concurrency", 3,
+                 "--max-retries", 0, "-o", tmp_path / "r")  # fmt: skip
+    assert (config.output, config.problems, config.model, config.n, config.top_p) == (
+        tmp_path / "r", "gsm8k", ["a", "b"], 2, 0.9)  # fmt: skip
+    assert [(s.name, s.system_prompt) for s in config.generator_specs()] == [("a", None), ("b", None)]
+    assert engine_options(config) == {"base_url": "http://h/v1", "api_key_env": "OPENAI_API_KEY", "concurrency": 3,
+                                      "timeout": 300.0, "max_retries": 0}  # fmt: skip
+    config = run("datagen", "rollouts", "--problems", "gsm8k", "--model", "a", "--threads", 1, "-o", tmp_path / "r")
+    assert (config.engine, config.n, engine_options(config)) == ("hf", 4, {"threads": 1})  # the defaults
+    assert config.generator_specs()[0].system_prompt.startswith("You are a helpful assistant")
+
+    config = run("datagen", "pairs", "--rollouts", tmp_path, "-o", tmp_path / "p", "--max-pairs-per-problem", 0,
+                 "--cross-model-only", "--workers", 1)  # fmt: skip
+    assert (config.max_pairs_per_problem, config.cross_model_only, config.correct_only, config.workers) == (
+        None, True, False, 1)  # fmt: skip
+
+    label = ["datagen", "label", "--pairs", tmp_path, "-o", tmp_path / "l", "--judge-model", "j"]
+    config = run(*label, "--engine", "vllm", "--tensor-parallel-size", 4, "--one-order", "--structured", "choice")
+    assert (config.both_orders, config.structured, engine_options(config)) == (
+        False, "choice", {"tensor_parallel_size": 4})  # fmt: skip
+    config = run(*label, "--base-url", "http://h/v1", "--votes", 3, "--temperature", 0.7)
+    assert (config.engine, config.both_orders, config.votes, config.temperature) == ("openai", True, 3, 0.7)
+    assert Path(config.pairs) == tmp_path

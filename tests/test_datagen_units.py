@@ -145,7 +145,7 @@ def write_rollouts(directory):
 
 def test_pairs_pair_equivalent_answers_and_drop_identical_texts(tmp_path):
     write_rollouts(tmp_path / "rollouts")
-    summary = build_pairs(PairConfig(tmp_path / "rollouts", tmp_path / "pairs"), progress=False)
+    summary = build_pairs(PairConfig(rollouts=tmp_path / "rollouts", output=tmp_path / "pairs"), progress=False)
     pairs = read_pairs(tmp_path / "pairs")
     got = {tuple(sorted((r["model_0"], r["model_1"]))) + (r["answer"] in ("3", "3.0"),) for r in pairs.to_dicts()}
     assert got == {("A", "B", False), ("A", "B", True)}  # 1/2 ~ 0.5 and 3 ~ 3.0; the duplicate A/1 is dropped
@@ -155,25 +155,29 @@ def test_pairs_pair_equivalent_answers_and_drop_identical_texts(tmp_path):
 
 
 def test_pairs_options_correct_only_cross_model_and_cap(tmp_path):
+    def pairs(rollouts: str, output: str, **options):
+        return build_pairs(PairConfig(rollouts=tmp_path / rollouts, output=tmp_path / output, **options), False)
+
     write_rollouts(tmp_path / "rollouts")
-    correct = build_pairs(PairConfig(tmp_path / "rollouts", tmp_path / "c", correct_only=True), progress=False)
+    correct = pairs("rollouts", "c", correct_only=True)
     assert correct.pairs == 1 and read_pairs(tmp_path / "c")["correct"].to_list() == [True]
     store = ShardStore(tmp_path / "many", ROLLOUT_COLUMNS, ROLLOUT_KEY)
     store.append([rollout("p", m, i, f"{m}{i} \\boxed{{5}}", "5") for m in "AB" for i in range(4)])
-    everything = build_pairs(PairConfig(tmp_path / "many", tmp_path / "all", max_pairs_per_problem=None), False)
-    cross = build_pairs(
-        PairConfig(tmp_path / "many", tmp_path / "x", cross_model_only=True, max_pairs_per_problem=None), False
-    )
-    capped = build_pairs(PairConfig(tmp_path / "many", tmp_path / "cap", max_pairs_per_problem=5, seed=1), False)
-    again = build_pairs(PairConfig(tmp_path / "many", tmp_path / "cap2", max_pairs_per_problem=5, seed=1), False)
+    everything = pairs("many", "all", max_pairs_per_problem=None)
+    cross = pairs("many", "x", cross_model_only=True, max_pairs_per_problem=0)  # 0 = all, as --max-pairs-per-problem
+    capped = pairs("many", "cap", max_pairs_per_problem=5, seed=1)
+    again = pairs("many", "cap2", max_pairs_per_problem=5, seed=1)
     assert (everything.pairs, cross.pairs, capped.pairs) == (28, 16, 5)
     assert read_pairs(tmp_path / "cap")["pair_id"].to_list() == read_pairs(tmp_path / "cap2")["pair_id"].to_list()
     assert again.pairs == 5
+    assert json.loads((tmp_path / "x" / "summary.json").read_text())["config"]["max_pairs_per_problem"] is None
+    with pytest.raises(UserInputError, match="--max-pairs-per-problem must be >= 1"):
+        PairConfig(rollouts=tmp_path / "many", output=tmp_path / "neg", max_pairs_per_problem=-1)
 
 
 def test_pairs_bad_input_is_one_line(tmp_path):
     with pytest.raises(UserInputError, match="no such rollouts folder"):
-        build_pairs(PairConfig(tmp_path / "nope", tmp_path / "out"), progress=False)
+        build_pairs(PairConfig(rollouts=tmp_path / "nope", output=tmp_path / "out"), progress=False)
     pl.DataFrame({"pair_id": ["x"]}).write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(UserInputError, match="bad.parquet: missing field 'problem_id'"):
         read_pairs(tmp_path / "bad.parquet")

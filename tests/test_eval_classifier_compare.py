@@ -12,6 +12,7 @@ from helpers import synthetic_pairs, write_jsonl
 from darling.classifier.config import build_config
 from darling.classifier.train import train_classifier
 from darling.evals.classifier import evaluate_classifier
+from darling.evals.config import ClassifierEvalConfig
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def two_exports(tmp_path_factory, tiny_bert_dir):
 def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
     first, second = two_exports
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
-    alone = evaluate_classifier(first, data, tmp_path / "alone")
+    alone = evaluate_classifier(ClassifierEvalConfig(model=first, data=str(data), output=tmp_path / "alone"))
     result = darling(
         "eval", "classifier", "--model", first, "--compare", second, "--data", data, "--output", tmp_path / "e"
     )

@@ -89,7 +89,7 @@ def test_metrics_recomputed_from_parquet_with_failed_samples_excluded(tmp_path):
     write_rows(tmp_path, "alpha", "m2", {"1": [r, r, r, r], "2": [w, w, w, r]})
     write_rows(tmp_path, "beta", "m2", {"5": [w, w, w, w]})
     write_rows(tmp_path, "gamma", "m2", {"9": [f, f, f, f]})  # nothing scored: null, left out of the mean
-    metrics = evaluate_math(MathEvalConfig(tmp_path, generate=False))
+    metrics = evaluate_math(MathEvalConfig(output=tmp_path, generate=False))
     assert metrics["generation"] is None and metrics["ks"] == [1, 2, 4]
     assert metrics["datasets"] == ["alpha", "beta", "gamma"] and list(metrics["models"]) == ["m1", "m2"]
 
@@ -117,8 +117,9 @@ def test_metrics_recomputed_from_parquet_with_failed_samples_excluded(tmp_path):
 
     # A rerun that retried the failed sample supersedes it (a later shard): problem 3 is now scored.
     write_rows(tmp_path, "alpha", "m1", {"3": [r, r, r, w]})
-    again = evaluate_math(MathEvalConfig(tmp_path, generate=False, generators=[GeneratorSpec("m1")]))
+    again = evaluate_math(MathEvalConfig(output=tmp_path, generate=False, specs=[GeneratorSpec("m1")]))
     assert list(again["models"]) == ["m1"]
+    assert evaluate_math(MathEvalConfig(output=tmp_path, generate=False, model=["m1"]))["models"] == again["models"]
     alpha = again["models"]["m1"]["datasets"]["alpha"]
     assert (alpha["scored"], alpha["excluded_incomplete"], alpha["samples_failed"]) == (3, 0, 0)
     assert alpha["pass@k"]["1"] == pytest.approx((0.5 + 0 + 0.75) / 3)
@@ -179,3 +180,29 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     twin.mkdir()
     write_jsonl(twin / "p.jsonl", [{"problem": "2+2?", "answer": "4"}])
     assert_one_line_error(darling(*base, "--problems", ok, "--problems", twin / "p.jsonl"), "share the folder")
+
+
+def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
+    """eval math's flags are MathEvalConfig's fields (the engine's among them), in process up to evaluate_math."""
+    from typer.testing import CliRunner
+
+    import darling.evals.math
+    from darling.cli.main import app
+    from darling.core.engine_config import engine_options
+
+    seen = []
+    metrics = {"generation": None, "datasets": [], "models": {}}
+    monkeypatch.setattr(darling.evals.math, "evaluate_math", lambda c, progress: seen.append(c) or metrics)
+    args = ["eval", "math", "--problems", "aime24", "--problems", "amc23", "-m", "base=Qwen/Q", "--model", "smollm2",
+            "-n", 16, "--k", 1, "--k", 8, "--engine", "vllm", "--tensor-parallel-size", 2, "-o", tmp_path]  # fmt: skip
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert (config.problems, config.model, config.n, config.ks, config.generate) == (
+        ["aime24", "amc23"], ["base=Qwen/Q", "smollm2"], 16, [1, 8], True)  # fmt: skip
+    assert (config.temperature, config.top_p, config.max_tokens) == (0.6, 0.95, 4096)  # the command's defaults
+    assert [(s.name, s.engine_model) for s in config.generator_specs()] == [("base", "Qwen/Q"), ("smollm2", "smollm2")]
+    assert engine_options(config) == {"tensor_parallel_size": 2}
+    result = CliRunner().invoke(app, ["eval", "math", "--no-generate", "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert seen[-1].generate is False and seen[-1].problems == [] and seen[-1].model == []

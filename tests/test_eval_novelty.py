@@ -115,9 +115,37 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
     result = darling("eval", "novelty", "--prompts", good, "--model", "m", "--classifier", tmp_path, "--partition",
                      "transitive", "-o", tmp_path / "o")  # fmt: skip
-    assert result.returncode == 2 and "--partition: unknown 'transitive'; choose one of noveltybench, union-find" in (
+    assert result.returncode == 2 and "partition must be one of noveltybench, union-find, got 'transitive'" in (
         result.stderr
     )
+
+
+def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
+    """eval novelty's flags are NoveltyConfig's fields (the engine's among them), in process up to evaluate_novelty."""
+    from typer.testing import CliRunner
+
+    import darling.evals.novelty
+    from darling.cli.main import app
+    from darling.core.engine_config import engine_options
+    from darling.evals.novelty import NoveltyConfig
+
+    seen = []
+    metrics = {"run": {}, "n_prompts": 0, "k": 3, "mean_distinct": None, "mean_utility": None, "mean_quality": None,
+               "n_prompts_incomplete": 0}  # fmt: skip
+    monkeypatch.setattr(darling.evals.novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or metrics)
+    args = ["eval", "novelty", "--prompts", "p.jsonl", "-m", "smollm2", "--classifier", "clf", "-k", 3,
+            "--classifier-url", "http://a:1", "--classifier-url", "http://b:2", "--cut-points", "0, 1.5",
+            "--utility", "darling-fork", "--engine", "openai", "--base-url", "http://h/v1", "-o", tmp_path]  # fmt: skip
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert (config.model, config.k, config.classifier_urls, config.utility) == (
+        "smollm2", 3, ["http://a:1", "http://b:2"], "darling-fork")  # fmt: skip
+    assert (config.partition, config.patience, config.quality_cut_points) == ("noveltybench", 0.8, (0.0, 1.5))
+    assert engine_options(config)["base_url"] == "http://h/v1"
+    assert NoveltyConfig(output=tmp_path, classifier="c", generate=False).quality_cut_points == NOVELTYBENCH_CUT_POINTS
+    with pytest.raises(UserInputError, match="strictly increasing"):
+        NoveltyConfig(output=tmp_path, classifier="c", generate=False, cut_points="1,0")
 
 
 # -- end to end ----------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from darling.pipeline.commands import STAGES
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 1 RL step, tiny evaluations.
-SMALL = ["--champ-problems", 2, "--pairs-per-problem", 2, "--judge-pairs", 3, "--classifier-steps", 3,
-         "--fallback-pairs", 60, "--rl-steps", 1, "--eval-problems", 2, "--eval-n", 2, "--novelty-prompts", 2,
-         "--novelty-k", 2, "--set", "classifier_tokens=32", "--set", "eval_max_tokens=16",
+SMALL = ["--datagen-limit", 2, "--pairs-per-problem", 2, "--judge-limit", 3, "--classifier-steps", 3,
+         "--fallback-pairs", 60, "--rl-steps", 1, "--eval-limit", 2, "--eval-n", 2, "--novelty-limit", 2,
+         "--novelty-k", 2, "--classifier-tokens", 32, "--eval-max-tokens", 16,
          "--set", "novelty_max_tokens=16", "--set", "rl_max_completion_length=16"]  # fmt: skip
 
 
@@ -56,7 +56,7 @@ def test_config_presets_overrides_and_identity(tmp_path):
     assert (paper.judge_model, paper.classifier_preset, paper.rl_preset) == (
         "meta-llama/Llama-3.3-70B-Instruct", "paper", "paper-math")  # fmt: skip
     assert paper.policy() == "Qwen/Qwen3-4B-Base" and cpu.policy() == "smollm2"
-    for bad, message in [({"nope": 1}, "unknown pipeline option 'nope'"), ({"rl_steps": "x"}, "cannot read 'x'"),
+    for bad, message in [({"nope": 1}, "unknown option 'nope'"), ({"rl_steps": "x"}, "cannot read 'x'"),
                          ({"eval_n": 0}, "eval_n must be >= 1"),
                          ({"judge_structured": "regex"}, "hf judge cannot follow a regex")]:  # fmt: skip
         with pytest.raises(UserInputError, match=message):
@@ -81,7 +81,7 @@ def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
         "darling datagen label", "--judge-model meta-llama/Llama-3.3-70B-Instruct", "--structured regex",
         "darling train-classifier --preset paper", "Qwen3-Embedding-4B", "--devices 8 --strategy ddp",
         "darling serve-classifier", "accelerate launch", "darling rl-train --preset paper-math",
-        "--classifier-url http://127.0.0.1:8000", "darling eval math", "--n 256", "darling eval novelty",
+        "--classifier-urls http://127.0.0.1:8000", "darling eval math", "--n 256", "darling eval novelty",
         "[GPU-only]",
     ]:  # fmt: skip
         assert needle in script, needle
@@ -130,24 +130,34 @@ def darling_commands(script: str, run: Path) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("preset", ["cpu", "paper"])
-def test_every_command_in_commands_sh_parses_with_the_real_cli(tmp_path, preset):
-    """commands.sh names only real subcommands and options, with values of the right types."""
-    import typer.main
-
+def test_every_command_in_commands_sh_is_the_step_the_runner_runs(tmp_path, preset):
+    """Each `darling` line of commands.sh, parsed by the real command line, builds exactly the config (and the
+    inputs) of the step the in-process runner calls the API with: one definition, two renderings."""
     from darling.cli.main import app
+    from darling.cli.options import parse_argv
+    from darling.pipeline import steps
     from darling.pipeline.commands import render_script, stage_commands
 
     config = build_config(preset, tmp_path / "run")
     commands = darling_commands(render_script(config, stage_commands(config)), config.run)
-    assert len(commands) == (9 if preset == "cpu" else 10)  # eval math x 2, novelty x 2; paper: + serve-classifier
-    for words in commands:
-        cmd, path, rest = typer.main.get_command(app), ["darling"], list(words)
-        while hasattr(cmd, "commands"):  # a group: descend to the subcommand
-            cmd = cmd.get_command(None, rest[0])
-            assert cmd is not None, words
-            path.append(rest.pop(0))
-        params = cmd.make_context(" ".join(path), rest).params  # raises on an unknown option or a bad value
-        assert params, words
+    urls = steps.SERVED_URLS if preset == "paper" else ()
+    runner_steps = [
+        steps.datagen_step(config),
+        steps.pairs_step(config),
+        steps.labels_step(config),
+        steps.classifier_step(config),
+        steps.rl_step(config, urls),
+        *steps.eval_math_steps(config).values(),
+        *steps.eval_novelty_steps(config).values(),
+    ]
+    if preset == "paper":
+        runner_steps.insert(4, steps.serve_step(config))
+    assert len(commands) == len(runner_steps) == (9 if preset == "cpu" else 10)
+    for words, step in zip(commands, runner_steps, strict=True):
+        parsed, params = parse_argv(app, words)  # raises on an unknown option or a bad value
+        assert parsed == step.config, (words, step.config)
+        assert {k: params[k] for k in step.params} == step.params, words
+    assert sum("--max-steps 12" in " ".join(w) for w in commands) == (preset == "cpu")  # settings do reach the lines
 
 
 def test_gpu_preset_runs_each_commands_block_as_a_resumable_stage(tmp_path, monkeypatch):
@@ -309,13 +319,15 @@ def test_another_option_into_the_finished_run_is_refused(chain):
 @pytest.mark.slow
 def test_smollm2_rollouts_as_the_datagen_stage(tmp_path, smollm2_dir):
     """datagen=generate: SmolLM2 rollouts through the hf engine instead of the CHAMP import."""
+    from darling.pipeline.commands import write_inputs
     from darling.pipeline.stages import Context, datagen, pairs
 
-    with pytest.raises(UserInputError, match="cross_model_only=false"):
+    with pytest.raises(UserInputError, match="no-cross-model-only"):
         build_config("cpu", tmp_path, datagen="generate", rollout_models="smollm2")
     config = build_config("cpu", tmp_path / "run", datagen="generate", rollout_models="smollm2",
                           datagen_problems="arithmetic", datagen_limit=2, rollout_n=2, rollout_max_tokens=12,
                           cross_model_only="false")  # fmt: skip
+    write_inputs(config)  # as run_pipeline does first: the generators file the step names
     ctx = Context(config, progress=False, log=lambda _: None)
     summary = datagen(ctx)
     assert (summary["rollouts"], summary["problems"], summary["models"]) == (4, 2, ["smollm2"])

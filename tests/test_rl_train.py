@@ -4,13 +4,15 @@ Checks what the paper's method requires of the loop: the DARLING reward is what 
 advantages TRL uses are r - mean(r) per group (no std), and the policy's weights move.
 """
 
+from dataclasses import replace
+
 import pytest
 import torch
 from helpers import assert_one_line_error, darling, write_jsonl
 
 from darling.core.errors import UserInputError
 from darling.rl.reward import DarlingConfig
-from darling.rl.train import build_config, build_trainer, rl_train
+from darling.rl.train import RLTrainConfig, build_trainer, rl_train
 
 pytestmark = pytest.mark.slow
 
@@ -20,19 +22,31 @@ EASY = [{"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)}
 
 def test_group_splitting_settings_are_refused(tmp_path):
     with pytest.raises(UserInputError, match="multiple of num_generations"):
-        build_config("cpu", output=tmp_path, diversity=False, num_generations=3, per_device_train_batch_size=4).check()
+        RLTrainConfig.build(
+            "cpu", overrides=dict(output=tmp_path, diversity=False, num_generations=3, per_device_train_batch_size=4)
+        )
     with pytest.raises(UserInputError, match="--classifier"):
-        build_config("cpu", output=tmp_path).check()
+        RLTrainConfig.build("cpu", overrides=dict(output=tmp_path))
 
 
 def test_two_darling_steps_on_smollm2(tmp_path, any_export, smollm2_dir):
     """Either classifier kind: a bi-encoder export takes the embedding path (every response embedded once)."""
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
-    config = build_config("cpu", output=tmp_path / "rl", classifier=any_export, problems=str(problems),
-                          max_steps=2, max_completion_length=24, learning_rate=1e-5, temperature=1.2,
-                          # A 2-step classifier calls everything equivalent at its own threshold, so every
-                          # multiplicative reward would be 0 and nothing would train: make it call pairs different.
-                          classifier_threshold=0.999)  # fmt: skip
+    config = RLTrainConfig.build(
+        "cpu",
+        overrides=dict(
+            output=tmp_path / "rl",
+            classifier=any_export,
+            problems=str(problems),
+            max_steps=2,
+            max_completion_length=24,
+            learning_rate=1e-5,
+            temperature=1.2,
+            # A 2-step classifier calls everything equivalent at its own threshold, so every
+            # multiplicative reward would be 0 and nothing would train: make it call pairs different.
+            classifier_threshold=0.999,
+        ),
+    )
     trainer = build_trainer(config)
     captured = []
     generate = trainer._generate_and_score_completions
@@ -65,31 +79,34 @@ def test_two_darling_steps_on_smollm2(tmp_path, any_export, smollm2_dir):
     # The run's checkpoints are now there: a fresh run over them, or a resumed run with other settings, is refused.
     with pytest.raises(UserInputError, match="already holds checkpoint-2; pass --resume"):
         rl_train(config, resume=False)
-    changed_lr = build_config("cpu", **{**config.__dict__, "learning_rate": 3e-5})
+    changed_lr = replace(config, learning_rate=3e-5)
     with pytest.raises(UserInputError, match="started with learning_rate=1e-05, now learning_rate=3e-05"):
         rl_train(changed_lr, resume=True)
 
 
 def test_reward_ablation_options_reach_the_reward(tmp_path):
-    config = build_config("cpu", output=tmp_path, classifier=tmp_path, combine="add", norm="minmax", floor=0.1,
-                          correct_only=True)  # fmt: skip
-    assert config.darling() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
-    assert build_config("cpu", output=tmp_path, diversity=False, norm="minmax").darling().combine == "quality"
-    bad = darling(
-        "rl-train", "--preset", "cpu", "--diversity", "off", "--norm", "zscore", "--output", str(tmp_path / "x")
+    config = RLTrainConfig.build(
+        "cpu",
+        overrides=dict(
+            output=tmp_path, classifier=tmp_path, combine="add", norm="minmax", floor=0.1, correct_only=True
+        ),
     )
+    assert config.darling() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
+    baseline = RLTrainConfig.build("cpu", overrides=dict(output=tmp_path, diversity=False, norm="minmax"))
+    assert baseline.darling().combine == "quality"
+    bad = darling("rl-train", "--preset", "cpu", "--no-diversity", "--norm", "zscore", "--output", str(tmp_path / "x"))
     assert_one_line_error(bad, "norm must be one of identity, minmax")
     assert not (tmp_path / "x").exists()
 
 
 def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
     """Both refused with one line before any model loads and before anything is written."""
-    resumed = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--resume", "--output", str(tmp_path / "a"))
+    resumed = darling("rl-train", "--preset", "cpu", "--no-diversity", "--resume", "--output", str(tmp_path / "a"))
     assert_one_line_error(resumed, "--resume given, but there is no checkpoint")
-    missing = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--policy", str(tmp_path / "no" / "model"),
+    missing = darling("rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path / "no" / "model"),
                       "--output", str(tmp_path / "b"))  # fmt: skip
     assert_one_line_error(missing, "--policy", "no such model folder")
-    not_a_model = darling("rl-train", "--preset", "cpu", "--diversity", "off", "--policy", str(tmp_path),
+    not_a_model = darling("rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path),
                           "--output", str(tmp_path / "c"))  # fmt: skip
     assert_one_line_error(not_a_model, "not a model folder (no config.json)")
     assert not any((tmp_path / name).exists() for name in "abc")
@@ -106,9 +123,19 @@ def test_rewards_and_advantages_when_the_classifier_joins_responses(tmp_path, mi
     meta = json.loads((minilm_bi_export / "darling.json").read_text())
     at_cos = lambda c: 1 / (1 + math.exp(-(meta["scale"] * c + meta["bias"])))  # noqa: E731
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
-    config = build_config("cpu", output=tmp_path / "rl", classifier=minilm_bi_export, problems=str(problems),
-                          max_steps=2, max_completion_length=8, temperature=0.5, learning_rate=1e-5,
-                          classifier_threshold=at_cos(1 - 1e-6))  # fmt: skip
+    config = RLTrainConfig.build(
+        "cpu",
+        overrides=dict(
+            output=tmp_path / "rl",
+            classifier=minilm_bi_export,
+            problems=str(problems),
+            max_steps=2,
+            max_completion_length=8,
+            temperature=0.5,
+            learning_rate=1e-5,
+            classifier_threshold=at_cos(1 - 1e-6),
+        ),
+    )
     assert at_cos(1 - 1e-6) < at_cos(1.0)  # the export's a > 0: identical texts are above the threshold
     trainer = build_trainer(config)
     seen = []

@@ -10,12 +10,23 @@ import sys
 
 import torch.distributed as dist
 
-from darling.rl.train import build_config, build_trainer, rl_train
+from darling.rl.train import RLTrainConfig, build_trainer, rl_train
 
 if __name__ == "__main__":
     export, problems, output = sys.argv[1:4]
-    config = build_config("cpu", output=output, classifier=export, classifier_threshold=0.999, problems=problems,
-                          limit=4, max_steps=1, max_completion_length=12, save_steps=1)  # fmt: skip
+    config = RLTrainConfig.build(
+        "cpu",
+        overrides=dict(
+            output=output,
+            classifier=export,
+            classifier_threshold=0.999,
+            problems=problems,
+            limit=4,
+            max_steps=1,
+            max_completion_length=12,
+            save_steps=1,
+        ),
+    )
     trainer = build_trainer(config)
     reward = trainer.darling_reward
     seen: list[list[str]] = []

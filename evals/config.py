@@ -1,0 +1,220 @@
+"""Settings of the evaluation commands (``darling eval math | novelty | classifier``): one ``kw_only`` dataclass
+each whose fields carry their help, so the command line is built from them (``darling.cli.options``). The
+generating ones derive from ``EngineConfig`` (the engine's flags, defined once in ``darling.core.engine_config``).
+Also the names the settings choose between (partitions, utilities) and NoveltyBench's cut points.
+
+Kept light (no polars, no torch): the command line imports this module to build its flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from darling.core.config import CommandConfig, option
+from darling.core.engine_config import EngineConfig
+from darling.core.errors import UserInputError
+from darling.datagen.config import (
+    DEFAULT_SYSTEM_PROMPT,
+    GeneratorSpec,
+    check_sampling,
+    load_generator_config,
+    system_prompt,
+)
+
+NOVELTYBENCH = "noveltybench"
+UNION_FIND = "union-find"
+PARTITIONS = {
+    NOVELTYBENCH: "NoveltyBench's greedy partition (src/partition.py): in generation order, each response is "
+    "compared with the first member of each earlier class and joins the first one where P(equivalent) > threshold; "
+    "when neither response has more than 5 words, shared lower-cased words x 2 >= the longer one's word count "
+    "decides instead of the classifier; not transitive",
+    UNION_FIND: "DARLING's training partition (union-find): every pair decided at P(equivalent) >= threshold, "
+    "classes are the transitive closure; no short-response rule",
+}
+# NoveltyBench's reward-model score -> 1..10 cut points (Skywork-Reward-Gemma-2-27B-v0.2), src/score.py.
+NOVELTYBENCH_CUT_POINTS = (-7.71875, -6.28125, -6.0, -5.71875, -5.5, -5.0, -4.375, -3.4375, -2.046875)
+DEFAULT_PATIENCE = 0.8
+DARLING_FORK = "darling-fork"
+UTILITIES = {
+    NOVELTYBENCH: "NoveltyBench's utility (src/score.py): credited qualities averaged with weights patience^i "
+    "over positions i = 0..k-1",
+    DARLING_FORK: "DARLING's evaluation fork (evals/novelty-bench/src/score.py): credited qualities summed and "
+    "divided by k, no patience weighting",
+}
+
+
+# -- eval math -------------------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class MathEvalConfig(EngineConfig):
+    """Settings of ``darling eval math``: problems, models, sampling, the k reported (and the engine)."""
+
+    output: Path = option(aliases=("-o",), help="Writes generations/, metrics.json, report.md, passk.png.")
+    problems: list[str] = option(
+        factory=list,
+        help="Problems: a file (.jsonl/.parquet), HF dataset, or a built-in set by name: aime24, aime25, amc23, "
+        "hmmt, minerva_math, olympiadbench, gsm8k, arithmetic, champ (repeatable). With --no-generate: all found.",
+    )
+    model: list[str] = option(
+        factory=list,
+        aliases=("-m",),
+        help="Model/checkpoint: PATH or NAME=PATH (repeatable); smollm2 = packaged. With --no-generate: all found.",
+    )
+    generators: Path | None = option(None, help="TOML/JSON/YAML listing models with their own prompts and sampling.")
+    specs: list[GeneratorSpec] = option(
+        factory=list, flag=False, help="Models given in Python (GeneratorSpec), before --generators and --model."
+    )
+    system_prompt: str | None = option(None, help="System prompt ('' for none; default: a math tutor's).")
+    n: int = option(8, aliases=("-n",), help="Samples per problem (pass@k for k up to n).")
+    temperature: float = option(0.6, help="Sampling temperature.")
+    top_p: float = option(0.95, help="Nucleus sampling.")
+    max_tokens: int = option(4096, help="Max new tokens per response.")
+    seed: int = option(0, help="Seed (per-request seeds derive from it and stable ids).")
+    limit: int | None = option(None, help="Use the first N problems of each file.")
+    ks: list[int] | None = option(
+        None, aliases=("--k",), help="k to report (repeatable); default 1, 2, 4, ... n; 1 and n always."
+    )
+    generate: bool = option(True, help="--no-generate: recompute the report from the Parquet already there.")
+    shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
+
+    def check(self) -> None:
+        check_sampling(self.n, self.temperature, self.top_p, self.max_tokens)
+        if self.ks is not None and (not self.ks or min(self.ks) < 1):
+            raise UserInputError(f"--k must be positive integers, got {self.ks}")
+        if self.generate:
+            if not self.problems:
+                raise UserInputError("give --problems (repeatable), or --no-generate to report on existing generations")
+            if not (self.specs or self.generators or self.model):
+                raise UserInputError("no models: give --model (repeatable) or --generators FILE")
+
+    def generator_specs(self) -> list[GeneratorSpec]:
+        """``specs``, then the ``generators`` file's entries, then one per ``model`` (NAME=PATH or PATH)."""
+        specs = [*self.specs, *(load_generator_config(self.generators) if self.generators else [])]
+        return specs + [parse_model(m, system_prompt(self.system_prompt)) for m in self.model]
+
+
+def parse_model(text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT) -> GeneratorSpec:
+    """``--model NAME=PATH`` (a checkpoint shown as NAME) or ``--model PATH`` (shown as itself)."""
+    name, sep, path = text.partition("=")
+    sep = sep if "/" not in name else ""  # "runs/lr=1e-5/ckpt" is a path, not NAME=PATH
+    if sep and (not name.strip() or not path.strip()):
+        raise UserInputError(f"--model {text!r}: expected NAME=PATH or PATH")
+    return GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt) if sep else (
+        GeneratorSpec(name=text, system_prompt=system_prompt))  # fmt: skip
+
+
+# -- eval novelty ----------------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class NoveltyConfig(EngineConfig):
+    """Settings of ``darling eval novelty``: generation (and the engine), the partition, quality and utility."""
+
+    output: Path = option(aliases=("-o",), help="Folder for generations, scores and the report.")
+    classifier: str = option(
+        help="Exported darling classifier, or a 2-label HF pair classifier (then give --threshold)."
+    )
+    prompts: str | None = option(None, help="Prompts: JSONL/Parquet (field prompt; id, category if present), dataset.")
+    model: str | None = option(None, aliases=("-m",), help="Generator model; smollm2 = packaged.")
+    k: int = option(10, aliases=("-k",), help="Responses per prompt.")
+    temperature: float = option(1.0, help="Sampling temperature.")
+    max_tokens: int = option(512, help="Max new tokens per response.")
+    limit: int | None = option(None, help="Use the first N prompts (a larger limit later extends the output).")
+    seed: int = option(0, help="Seed (per-request seeds derive from it and prompt ids).")
+    classifier_urls: list[str] = option(
+        factory=list,
+        aliases=("--classifier-url",),
+        help="Served replica of --classifier (repeatable), e.g. http://127.0.0.1:8000.",
+    )
+    threshold: float | None = option(None, help="Equivalence threshold; default: the export's calibrated one.")
+    partition: str = option(
+        NOVELTYBENCH,
+        choices=tuple(PARTITIONS),
+        help="noveltybench: NoveltyBench's greedy partition (each response vs each class's first member, "
+        "P > threshold, its <=5-word rule); union-find: DARLING's training partition (P >= threshold, transitive).",
+    )
+    utility: str = option(
+        NOVELTYBENCH,
+        choices=tuple(UTILITIES),
+        help="noveltybench: credited qualities weighted patience^i (NoveltyBench's leaderboard); "
+        "darling-fork: their sum / k (DARLING's evaluation fork, no patience).",
+    )
+    reward_model: str | None = option(
+        None, help="One-output HF reward model for quality; none: quality = 1 (diversity only)."
+    )
+    cut_points: str | None = option(
+        None, help="Comma-separated reward cut points -> quality 1..n+1; default NoveltyBench's."
+    )
+    patience: float = option(
+        DEFAULT_PATIENCE, help="Utility discount per position (NoveltyBench: 0.8); unused by darling-fork."
+    )
+    generate: bool = option(True, help="--no-generate: rescore the stored generations only.")
+    shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
+    batch_size: int = option(32, help="Pairs per classifier forward pass.")
+
+    @property
+    def quality_cut_points(self) -> tuple[float, ...]:
+        """``cut_points`` read as numbers; NoveltyBench's when unset."""
+        return parse_cut_points(self.cut_points) if self.cut_points else NOVELTYBENCH_CUT_POINTS
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the generations: a rerun with a different identity would mix two experiments."""
+        # A local file is named by its absolute path: the same file reached from another cwd is the same run.
+        local = self.prompts is not None and Path(self.prompts).exists()
+        prompts = str(Path(str(self.prompts)).resolve()) if local else str(self.prompts)
+        return {"prompts": prompts, "model": self.model, "engine": self.engine, "k": self.k,
+                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}  # fmt: skip
+
+    def check(self) -> None:
+        if self.k < 1 or self.max_tokens < 1 or self.temperature < 0:
+            raise UserInputError("need --k >= 1, --max-tokens >= 1 and --temperature >= 0")
+        if not 0 <= self.patience <= 1:
+            raise UserInputError(f"--patience must be in [0, 1], got {self.patience}")
+        if self.cut_points:
+            parse_cut_points(self.cut_points)  # checked here, before anything runs
+        if self.generate and (not self.prompts or not self.model):
+            raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
+        if not self.classifier:
+            raise UserInputError("give --classifier DIR (a darling export or a HF pair classifier)")
+
+
+def check_cut_points(cut_points: Sequence[float]) -> None:
+    if not cut_points or any(b <= a for a, b in zip(cut_points, cut_points[1:], strict=False)):
+        raise UserInputError(f"cut points must be a non-empty, strictly increasing list, got {list(cut_points)}")
+
+
+def parse_cut_points(text: str) -> tuple[float, ...]:
+    """``"-7.7,-6.3,..."`` -> floats (the CLI's ``--cut-points``)."""
+    try:
+        points = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserInputError(f"--cut-points: expected comma-separated numbers, got {text!r}") from None
+    check_cut_points(points)
+    return points
+
+
+# -- eval classifier -------------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class ClassifierEvalConfig(CommandConfig):
+    """Settings of ``darling eval classifier``: what is scored, on which pairs, at which threshold."""
+
+    data: str = option(help="Labelled pairs to evaluate on.")
+    output: Path = option(aliases=("-o",), help="Writes metrics.json, roc.png, reliability.png.")
+    model: Path | None = option(None, help="An exported classifier directory (either kind).")
+    threshold: float | None = option(None, help="Decision threshold of --model; default: the exported one.")
+    symmetric: bool | None = option(
+        None, aliases=(" /--one-order",), help="Average both orders (--one-order: not); default: as exported."
+    )
+    batch_size: int = option(32, help="Pairs per forward pass.")
+    threads: int | None = option(None, help="torch CPU threads.")
+    compare: Path | None = option(None, help="A second export scored on the same pairs (at its own threshold).")
+    zero_shot: str | None = option(
+        None, help="An untrained embedding backbone scored too (packaged:all-MiniLM-L6-v2, a path, a hub name)."
+    )
+    fit_data: str | None = option(None, help="With --zero-shot: labelled pairs to fit its a, b and threshold on.")
+
+    def check(self) -> None:
+        if self.model is None and self.zero_shot is None:
+            raise UserInputError("give --model (an export) or --zero-shot (a backbone), or both")
+        if self.zero_shot is not None and self.fit_data is None:
+            raise UserInputError("--zero-shot needs --fit-data: labelled pairs to fit a, b and the threshold on")
