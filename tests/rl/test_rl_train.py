@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import assert_one_line_error, darling, write_jsonl
+from helpers import SCRIPTS, assert_one_line_error, darling, write_jsonl
 
 from darling.core.errors import UserInputError
 from darling.rl.reward import DarlingConfig
@@ -177,10 +177,9 @@ def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
     import socket
     import subprocess
     import sys
-    from pathlib import Path
 
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
-    script = Path(__file__).with_name("trl_ranks_script.py")
+    script = SCRIPTS / "trl_ranks_script.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(script.parent)}
     with socket.socket() as sock:  # a free port for the gloo rendezvous
         sock.bind(("127.0.0.1", 0))

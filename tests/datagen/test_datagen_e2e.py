@@ -17,20 +17,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers import CLI_ENV as ENV
+from helpers import darling
 
 from darling.core.shards import SHARD_GLOB
 
 pytestmark = pytest.mark.vllm
 GSM8K = "gsm8k"  # the packaged GSM8K test set, by name
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
-
-
-def darling(*args, check: bool = False) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "darling", *map(str, args)]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=900)
-    if check:
-        assert result.returncode == 0, result.stdout + result.stderr
-    return result
 
 
 def darling_killed_after_first_shard(shards: Path, *args) -> None:

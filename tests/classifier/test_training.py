@@ -5,7 +5,7 @@ import json
 import lightning as L
 import pytest
 import torch
-from helpers import synthetic_pairs, write_jsonl
+from helpers import SCRIPTS, SUPPORT, synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
 from darling.classifier.config import build_config
@@ -195,10 +195,9 @@ def test_ddp_on_two_cpu_processes(tmp_path, minilm_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).with_name("ddp_script.py")
-    env = {**os.environ, "PYTHONPATH": str(script.parent), "OMP_NUM_THREADS": "1"}
+    script = SCRIPTS / "ddp_script.py"
+    env = {**os.environ, "PYTHONPATH": f"{script.parent}:{SUPPORT}", "OMP_NUM_THREADS": "1"}
     run = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
                          timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]

@@ -2,12 +2,9 @@
 few steps each, differently) scored on the same labelled pairs, side by side."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from helpers import synthetic_pairs, write_jsonl
+from helpers import darling, synthetic_pairs, write_jsonl
 
 from darling.classifier.config import build_config
 from darling.classifier.train import train_classifier
@@ -15,11 +12,6 @@ from darling.evals.classifier import evaluate_classifier
 from darling.evals.config import ClassifierEvalConfig
 
 pytestmark = pytest.mark.slow
-
-
-def darling(*args):
-    env = {**os.environ, "OMP_NUM_THREADS": "2", "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "darling", *map(str, args)], capture_output=True, text=True, env=env)
 
 
 @pytest.fixture(scope="module")

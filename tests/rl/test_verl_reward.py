@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import SCRIPTS
 from verl_responses import OPTIONS, RESPONSES, VALIDATION
 
 from darling.rl.darling import darling_rewards, math_quality
@@ -16,7 +17,7 @@ from darling.rl.reward import DarlingConfig
 from darling.rl.verl_reward import VerlSettings, compute_score, group_rows
 
 VERL_DEPS = Path(os.environ.get("DARLING_VERL_DEPS", Path.home() / ".cache/darling/verl-deps"))
-SCRIPT = Path(__file__).with_name("verl_script.py")
+SCRIPT = SCRIPTS / "verl_script.py"
 ANSWERS = ["5", "6"]
 
 

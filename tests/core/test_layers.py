@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {"core": 0, "datagen": 1, "classifier": 1, "rl": 2, "evals": 3, "pipeline": 4, "cli": 5}
 
 

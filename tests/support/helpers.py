@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT = REPO / "tests" / "support"
+SCRIPTS = REPO / "tests" / "scripts"  # run by tests in subprocesses (torchrun, verl's environment)
 # Real data the tests read, packaged with their licences (see README "Licences"): nothing outside the clone.
 MATH_SETS = REPO / "datagen" / "resources" / "math"  # NAME.jsonl.gz, also loadable as --problems NAME
 NOVELTY_PAIRS = REPO / "classifier" / "resources" / "noveltybench-pairs.jsonl.gz"  # --data noveltybench
@@ -140,13 +142,16 @@ def vllm_python() -> str:
 CLI_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
 
 
-def darling(*args):
-    """Run the real CLI in a subprocess (as a user would)."""
+def darling(*args, timeout: int = 900, cwd: Path | None = None, check: bool = False):
+    """The one CLI runner: the real `darling` in a subprocess, as a user would run it."""
     import subprocess
     import sys
 
     cmd = [sys.executable, "-m", "darling", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=CLI_ENV, timeout=900)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=CLI_ENV, timeout=timeout, cwd=cwd)
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
 
 
 def assert_one_line_error(result, *fragments: str) -> None:

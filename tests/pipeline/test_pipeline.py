@@ -4,37 +4,23 @@ commands.sh on a machine without GPUs."""
 
 import hashlib
 import json
-import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
 from darling.pipeline import build_config
 from darling.pipeline.commands import STAGES
 
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 1 RL step, tiny evaluations.
 SMALL = ["--datagen-limit", 2, "--pairs-per-problem", 2, "--judge-limit", 3, "--classifier-steps", 3,
          "--fallback-pairs", 60, "--rl-steps", 1, "--eval-limit", 2, "--eval-n", 2, "--novelty-limit", 2,
          "--novelty-k", 2, "--classifier-tokens", 32, "--eval-max-tokens", 16,
          "--set", "novelty_max_tokens=16", "--set", "rl_max_completion_length=16"]  # fmt: skip
-
-
-def darling(*args, timeout: int = 900) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "darling", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout)
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 def sha256(path: Path) -> str:

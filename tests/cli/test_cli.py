@@ -1,21 +1,11 @@
 """The `darling` command line, run as a user runs it (a subprocess)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from helpers import synthetic_pairs, write_jsonl
+from helpers import darling, synthetic_pairs, write_jsonl
 
 from darling import __version__
-
-
-def darling(*args, cwd=None):
-    env = {**os.environ, "OMP_NUM_THREADS": "2", "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "darling", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env
-    )
 
 
 def test_version_and_help_with_examples():
