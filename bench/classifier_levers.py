@@ -86,19 +86,27 @@ def main() -> None:
     pairs = load_pairs("noveltybench")
     train, _ = split_pairs(pairs, TEST_FRACTION, TEST_SEED)  # the test part is dropped here, unread
     position = {id(p): i for i, p in enumerate(train)}
-    folds = [([position[id(p)] for p in tr], [position[id(p)] for p in he])
-             for tr, he in kfold_pairs(PairSet(train, "train part", pairs.sha256), FOLDS, CV_SEED)]  # fmt: skip
+    folds = [
+        ([position[id(p)] for p in tr], [position[id(p)] for p in he])
+        for tr, he in kfold_pairs(PairSet(train, "train part", pairs.sha256), FOLDS, CV_SEED)
+    ]
     y = np.array([p.similar for p in train])
-    features = {"jaccard": np.array([jaccard(*p.texts) for p in train]),
-                "rouge1": np.array([rouge1_f(*p.texts) for p in train])}  # fmt: skip
+    features = {
+        "jaccard": np.array([jaccard(*p.texts) for p in train]),
+        "rouge1": np.array([rouge1_f(*p.texts) for p in train]),
+    }
     backbones = [("minilm", PACKAGED_MINILM), *(b.split("=", 1) for b in args.backbone)]
     rows = [("jaccard",), ("rouge1",), ("jaccard", "rouge1")]
     for name, path in backbones:
         got = cosines(path, train, prompts=name == "minilm")
         print(f"{name}: {len(train) * 2} texts embedded in {float(got.pop('seconds')):.0f} s", flush=True)
         features.update({f"{name}_{k}": v for k, v in got.items()})
-        rows += [(f"{name}_cos",), (f"{name}_cos", "jaccard"), (f"{name}_cos", "rouge1"),
-                 (f"{name}_cos", "jaccard", "rouge1")]  # fmt: skip
+        rows += [
+            (f"{name}_cos",),
+            (f"{name}_cos", "jaccard"),
+            (f"{name}_cos", "rouge1"),
+            (f"{name}_cos", "jaccard", "rouge1"),
+        ]
     rows += [("minilm_residual_cos",), ("minilm_residual_cos", "rouge1")]
     for columns in rows:
         result = cross_validate(features, list(columns), y, folds)

@@ -44,9 +44,21 @@ CV_SEED = 7
 
 def write_pairs(path: Path, rows: list[LabelledPair]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"id": p.pair_id, "prompt": p.prompt, "generation_0": p.generation_0,
-                                        "generation_1": p.generation_1, "similar": p.similar}) + "\n"
-                            for p in rows))  # fmt: skip
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": p.pair_id,
+                    "prompt": p.prompt,
+                    "generation_0": p.generation_0,
+                    "generation_1": p.generation_1,
+                    "similar": p.similar,
+                }
+            )
+            + "\n"
+            for p in rows
+        )
+    )
     return path
 
 
@@ -96,17 +108,25 @@ def run_fold(name: str, overrides: dict, preset: str, train: list, held: list, f
     if not (preds.exists() and meta.exists()):
         cfg = build_config(preset, overrides=overrides)
         start = time.perf_counter()
-        train_classifier(cfg, write_pairs(folder / "train.jsonl", train), folder / "clf", progress=False,
-                         test=write_pairs(folder / "held.jsonl", held))  # fmt: skip
+        train_classifier(
+            cfg,
+            write_pairs(folder / "train.jsonl", train),
+            folder / "clf",
+            progress=False,
+            test=write_pairs(folder / "held.jsonl", held),
+        )
         (folder / "seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     by_id = {
         json.loads(line)["pair_id"]: json.loads(line)["prob_equivalent"] for line in preds.read_text().splitlines()
     }
     m = json.loads(meta.read_text())
     timing = folder / "seconds.txt"
-    return {"probs": np.array([by_id[p.pair_id] for p in held]), "threshold": m["threshold"],
-            "val_auc": m["validation_metrics"]["roc_auc"],
-            "seconds": float(timing.read_text()) if timing.exists() else None}  # fmt: skip
+    return {
+        "probs": np.array([by_id[p.pair_id] for p in held]),
+        "threshold": m["threshold"],
+        "val_auc": m["validation_metrics"]["roc_auc"],
+        "seconds": float(timing.read_text()) if timing.exists() else None,
+    }
 
 
 def pooled_metrics(labels: list[int], scores: list[float], decisions: list[float]) -> dict:
@@ -150,12 +170,19 @@ def cross_validate(name, overrides, preset, train_part: PairSet, k: int, out: Pa
 def test_split_run(name, overrides, preset, train_part: PairSet, test: list, out: Path) -> dict:
     fold = run_fold(name, overrides, preset, train_part.pairs, test, out / name / "test-split")
     y = [p.similar for p in test]
-    baselines = {n: metrics_with_intervals(y, s, t) for n, (s, t) in
-                 lexical_predictions(train_part.pairs, test, objective(preset, overrides)).items()}  # fmt: skip
-    return {"name": name, "protocol": f"trained on the {len(train_part)}-pair train part, scored once on the "
-            f"{len(test)}-pair test part", "overrides": overrides, "val_auc": fold["val_auc"],
-            "test": metrics_with_intervals(y, fold["probs"], fold["threshold"]),
-            "baselines_same_pairs": baselines, "seconds": fold["seconds"]}  # fmt: skip
+    baselines = {
+        n: metrics_with_intervals(y, s, t)
+        for n, (s, t) in lexical_predictions(train_part.pairs, test, objective(preset, overrides)).items()
+    }
+    return {
+        "name": name,
+        "protocol": f"trained on the {len(train_part)}-pair train part, scored once on the {len(test)}-pair test part",
+        "overrides": overrides,
+        "val_auc": fold["val_auc"],
+        "test": metrics_with_intervals(y, fold["probs"], fold["threshold"]),
+        "baselines_same_pairs": baselines,
+        "seconds": fold["seconds"],
+    }
 
 
 def main() -> None:

@@ -46,8 +46,12 @@ def bench_judge(base_url: str, model: str, pairs: Path, n: int, concurrency: int
         seconds, summary = timed(
             lambda cfg=cfg, conc=conc: label_pairs(cfg, OpenAIEngine(base_url, concurrency=conc), False)
         )
-        out[mode] = {"seconds": round(seconds, 2), "pairs_per_s": round(n / seconds, 3), "calls": summary.requests,
-                     "statuses": summary.counts}  # fmt: skip
+        out[mode] = {
+            "seconds": round(seconds, 2),
+            "pairs_per_s": round(n / seconds, 3),
+            "calls": summary.requests,
+            "statuses": summary.counts,
+        }
     out["speedup"] = round(out["concurrent"]["pairs_per_s"] / out["sequential"]["pairs_per_s"], 2)
     return out
 
@@ -69,8 +73,11 @@ def bench_rollouts(base_url: str, model: str, problems: int, concurrency: int, w
         seconds, summary = timed(
             lambda cfg=cfg, conc=conc: generate_rollouts(cfg, OpenAIEngine(base_url, concurrency=conc), False)
         )
-        out[mode] = {"seconds": round(seconds, 2), "responses_per_s": round(summary.generated / seconds, 3),
-                     "failed": summary.failed}  # fmt: skip
+        out[mode] = {
+            "seconds": round(seconds, 2),
+            "responses_per_s": round(summary.generated / seconds, 3),
+            "failed": summary.failed,
+        }
     out["speedup"] = round(out["concurrent"]["responses_per_s"] / out["sequential"]["responses_per_s"], 2)
     return out
 
@@ -102,10 +109,16 @@ def main() -> None:
     if args.base_url:
         result = run(args.base_url)
     else:
-        server = VLLMServer(smollm2_dir(), python=args.vllm_python, dtype="float32", max_model_len=4096,
-                            runner="generate", served_model_name=args.model,
-                            extra_args=[*CPU_SERVER_ARGS[:-1], "2G", "--no-enable-prefix-caching"],
-                            env=cpu_server_env(args.work / "vllm-cache", threads=2))  # fmt: skip
+        server = VLLMServer(
+            smollm2_dir(),
+            python=args.vllm_python,
+            dtype="float32",
+            max_model_len=4096,
+            runner="generate",
+            served_model_name=args.model,
+            extra_args=[*CPU_SERVER_ARGS[:-1], "2G", "--no-enable-prefix-caching"],
+            env=cpu_server_env(args.work / "vllm-cache", threads=2),
+        )
         with server:
             result = run(server.base_url + "/v1")
     result["settings"] = {k: str(v) for k, v in vars(args).items()}

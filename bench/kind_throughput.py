@@ -33,8 +33,10 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.mkdtemp(prefix="darling-bench-")))
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    rows = [{"prompt": p.prompt, "generation_0": p.generation_0, "generation_1": p.generation_1,
-             "similar": p.similar} for p in load_pairs("noveltybench").pairs[: args.pairs]]  # fmt: skip
+    rows = [
+        {"prompt": p.prompt, "generation_0": p.generation_0, "generation_1": p.generation_1, "similar": p.similar}
+        for p in load_pairs("noveltybench").pairs[: args.pairs]
+    ]
     data = args.work / "pairs.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
     seconds: dict[str, list[float]] = {kind: [] for kind in PRESETS}
@@ -45,8 +47,15 @@ def main() -> None:
             result = train_classifier(cfg, data, args.work / f"{kind}-{r}", progress=False)
             seconds[kind].append(result.train_seconds)
             n_train = result.n_train
-    report = {kind: {"preset": PRESETS[kind], "train_pairs": n_train, "seconds": s,
-                     "pairs_per_s": round(n_train * len(s) / sum(s), 3)} for kind, s in seconds.items()}  # fmt: skip
+    report = {
+        kind: {
+            "preset": PRESETS[kind],
+            "train_pairs": n_train,
+            "seconds": s,
+            "pairs_per_s": round(n_train * len(s) / sum(s), 3),
+        }
+        for kind, s in seconds.items()
+    }
     report["ratio_bi_over_cross"] = round(
         report["bi-encoder"]["pairs_per_s"] / report["cross-encoder"]["pairs_per_s"], 2
     )

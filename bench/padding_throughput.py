@@ -93,11 +93,15 @@ def main() -> None:
     subset = random.Random(0).sample(range(len(lengths)), args.examples)
     sub_lengths = [lengths[i] for i in subset]
     timed = {
-        "bucketed_dynamic": ([[subset[j] for j in b] for b in LengthBucketBatchSampler(sub_lengths, args.batch_size)],
-                             None),
-        "random_max_length": ([[subset[j] for j in b] for b in RandomBatchSampler(sub_lengths, args.batch_size)],
-                              encoder.max_length),
-    }  # fmt: skip
+        "bucketed_dynamic": (
+            [[subset[j] for j in b] for b in LengthBucketBatchSampler(sub_lengths, args.batch_size)],
+            None,
+        ),
+        "random_max_length": (
+            [[subset[j] for j in b] for b in RandomBatchSampler(sub_lengths, args.batch_size)],
+            encoder.max_length,
+        ),
+    }
     report["timed_examples"] = args.examples
     report["timed_padding_fraction"] = {
         name: padding_fraction([[lengths[i] for i in b] for b in batches], None, pad_to)

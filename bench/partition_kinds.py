@@ -35,8 +35,12 @@ def quick_export(work: Path, kind: str) -> Path:
     from darling.classifier.config import build_config
     from darling.classifier.train import train_classifier
 
-    rows = [json.dumps({"prompt": p.prompt, "generation_0": p.generation_0, "generation_1": p.generation_1,
-                        "similar": p.similar}) for p in _novelty_pairs()[:64]]  # fmt: skip
+    rows = [
+        json.dumps(
+            {"prompt": p.prompt, "generation_0": p.generation_0, "generation_1": p.generation_1, "similar": p.similar}
+        )
+        for p in _novelty_pairs()[:64]
+    ]
     data = work / "pairs.jsonl"
     data.write_text("\n".join(rows))
     cfg = build_config(KINDS[kind], overrides=dict(max_steps=2, threads=2))
@@ -102,9 +106,15 @@ def measure(scorer, groups: list[list[str]]) -> dict:
     classes, stats = partition_texts(groups, scorer)
     seconds = time.perf_counter() - start
     responses = sum(map(len, groups))
-    return {"seconds": round(seconds, 2), "responses_per_s": round(responses / seconds, 2),
-            "sequences_per_group": counter.sequences / len(groups), "tokens_per_group": counter.tokens / len(groups),
-            "pairs_decided": stats.pairs_decided, "rounds": stats.rounds, "classes": classes}  # fmt: skip
+    return {
+        "seconds": round(seconds, 2),
+        "responses_per_s": round(responses / seconds, 2),
+        "sequences_per_group": counter.sequences / len(groups),
+        "tokens_per_group": counter.tokens / len(groups),
+        "pairs_decided": stats.pairs_decided,
+        "rounds": stats.rounds,
+        "classes": classes,
+    }
 
 
 def run(exports: dict[str, Path], groups_by_n: dict, fraction: float, urls: dict[str, str] | None) -> dict:
@@ -152,9 +162,15 @@ def main() -> None:
         results["served"] = {}
         for kind, export in exports.items():  # one server at a time: the 2 cores serve one kind at a time
             meta = json.loads((export / "darling.json").read_text())
-            server = VLLMServer(export, python=args.vllm_python, dtype="float32", max_model_len=meta["max_length"],
-                                runner="embed" if kind == "bi-encoder" else "classify", extra_args=CPU_SERVER_ARGS,
-                                env=cpu_server_env(args.work / f"vllm-{kind}", threads=2))  # fmt: skip
+            server = VLLMServer(
+                export,
+                python=args.vllm_python,
+                dtype="float32",
+                max_model_len=meta["max_length"],
+                runner="embed" if kind == "bi-encoder" else "classify",
+                extra_args=CPU_SERVER_ARGS,
+                env=cpu_server_env(args.work / f"vllm-{kind}", threads=2),
+            )
             with server:
                 one = run({kind: export}, groups_by_n, args.equivalent_fraction, {kind: server.base_url})
             for n_key, row in one.items():

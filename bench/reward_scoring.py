@@ -55,8 +55,13 @@ def ours(scorer: ServedEquivalenceClassifier, groups: list[list[str]]) -> dict:
     before = scorer.client.requests_sent
     classes, stats = partition_texts(groups, scorer.is_equivalent)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "requests": scorer.client.requests_sent - before, "pairs_scored": stats.pairs_decided,
-            "rounds": stats.rounds, "classes": classes}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "requests": scorer.client.requests_sent - before,
+        "pairs_scored": stats.pairs_decided,
+        "rounds": stats.rounds,
+        "classes": classes,
+    }
 
 
 def main() -> None:
@@ -73,8 +78,9 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     model = args.model or quick_export(args.work, args.tokens_per_response)
     env = cpu_server_env(args.work / "vllm-cache", threads=2)
-    server = VLLMServer(model, python=args.vllm_python, dtype="float32", max_model_len=512,
-                        extra_args=CPU_SERVER_ARGS, env=env)  # fmt: skip
+    server = VLLMServer(
+        model, python=args.vllm_python, dtype="float32", max_model_len=512, extra_args=CPU_SERVER_ARGS, env=env
+    )
     results = {}
     with server:
         url = server.base_url
@@ -89,13 +95,14 @@ def main() -> None:
             assert ref.pop("classes") == mine_classes, "served partitions differ"
             pairs = ref["pairs_scored"]
             results[f"n={n}"] = {
-                "groups": len(groups), "pairs_in_batch": pairs,
+                "groups": len(groups),
+                "pairs_in_batch": pairs,
                 "reference": {**ref, "pairs_per_s": pairs / ref["seconds"]},
                 "darling": {**mine, "pairs_per_s": pairs / mine["seconds"]},
                 "speedup": ref["seconds"] / mine["seconds"],
                 "threshold": scorer.threshold,
                 "mean_classes_per_group": sum(len(set(c)) for c in mine_classes) / len(groups),
-            }  # fmt: skip
+            }
     print(json.dumps(results, indent=2))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

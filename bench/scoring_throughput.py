@@ -52,15 +52,20 @@ def main() -> None:
     t = time.perf_counter()
     probs_batched = batched.prob_equivalent(pairs, symmetric=False)
     batched_s = time.perf_counter() - t
-    print(json.dumps({
-        "pairs": len(pairs),
-        "tokens_per_response": batched.encoder.max_tokens_per_response,
-        "threads": args.threads,
-        "pairs_per_s_one_at_a_time": len(pairs) / single_s,
-        "pairs_per_s_batched": len(pairs) / batched_s,
-        "speedup": single_s / batched_s,
-        "max_abs_prob_diff": float(abs(probs_single - probs_batched).max()),
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "pairs": len(pairs),
+                "tokens_per_response": batched.encoder.max_tokens_per_response,
+                "threads": args.threads,
+                "pairs_per_s_one_at_a_time": len(pairs) / single_s,
+                "pairs_per_s_batched": len(pairs) / batched_s,
+                "speedup": single_s / batched_s,
+                "max_abs_prob_diff": float(abs(probs_single - probs_batched).max()),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,16 @@ def backbone_pooling(path: str | Path, model_config) -> str:
 
 def is_encoder_only(model_config) -> bool:
     """BERT-like encoders (bidirectional, with a [CLS] token) as opposed to decoder-only embedders."""
-    return getattr(model_config, "model_type", "") in {"bert", "roberta", "xlm-roberta", "mpnet", "modernbert",
-                                                        "deberta-v2", "distilbert", "electra"}  # fmt: skip
+    return getattr(model_config, "model_type", "") in {
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "mpnet",
+        "modernbert",
+        "deberta-v2",
+        "distilbert",
+        "electra",
+    }
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:

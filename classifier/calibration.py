@@ -103,8 +103,13 @@ def resampled_metrics(
         with np.errstate(divide="ignore", invalid="ignore"):
             gap = np.abs((p * mask).sum(1) - (y * mask).sum(1)) / count
         ece += np.where(count > 0, gap * count / y.shape[1], 0.0)
-    return {"accuracy": (tp + tn) / y.shape[1], "balanced_accuracy": (tpr + tnr) / 2, "f1": f1, "roc_auc": auc,
-            "ece": ece}  # fmt: skip
+    return {
+        "accuracy": (tp + tn) / y.shape[1],
+        "balanced_accuracy": (tpr + tnr) / 2,
+        "f1": f1,
+        "roc_auc": auc,
+        "ece": ece,
+    }
 
 
 def bootstrap_intervals(

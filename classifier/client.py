@@ -71,9 +71,17 @@ class PoolingClient:
 
     def settings(self) -> dict:
         """Constructor arguments, to build a client of the other kind for the same replicas."""
-        return dict(base_urls=self.base_urls, model=self.model, batch_size=self.batch_size, timeout=self.timeout,
-                    max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
-                    max_concurrency=self.max_concurrency, transport=self._transport)  # fmt: skip
+        return dict(
+            base_urls=self.base_urls,
+            model=self.model,
+            batch_size=self.batch_size,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            max_concurrency=self.max_concurrency,
+            transport=self._transport,
+        )
 
     def close(self) -> None:
         self._http.close()

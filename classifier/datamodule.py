@@ -133,8 +133,16 @@ class BucketedDataModule(L.LightningDataModule):
     sampler itself, resumable mid-epoch; validation in bucketed order on every rank. Subclasses build
     ``train_set`` / ``val_set`` (each with ``lengths``) in ``setup`` and turn items into tensors in ``collate``."""
 
-    def __init__(self, train_pairs, val_pairs, batch_size: int, bucket_by_length: bool, shuffle: bool, seed: int,
-                 num_workers: int):  # fmt: skip
+    def __init__(
+        self,
+        train_pairs,
+        val_pairs,
+        batch_size: int,
+        bucket_by_length: bool,
+        shuffle: bool,
+        seed: int,
+        num_workers: int,
+    ):
         super().__init__()
         self.train_pairs, self.val_pairs = list(train_pairs), list(val_pairs)
         self.batch_size = batch_size

@@ -38,9 +38,14 @@ TEST_NOTE = "held-out pairs that chose nothing (neither the threshold nor any tr
 # before any model loads rather than a KeyError after.
 _COMMON_META = ("threshold", "max_tokens_per_response", "max_length")
 _REQUIRED_META = {CROSS_ENCODER: _COMMON_META, BI_ENCODER: (*_COMMON_META, "scale", "bias", "pooling")}
-_META_TYPES: dict[str, tuple[type, ...]] = {"threshold": (int, float), "max_tokens_per_response": (int,),
-                                            "max_length": (int,), "scale": (int, float), "bias": (int, float),
-                                            "pooling": (str,)}  # fmt: skip
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "threshold": (int, float),
+    "max_tokens_per_response": (int,),
+    "max_length": (int,),
+    "scale": (int, float),
+    "bias": (int, float),
+    "pooling": (str,),
+}
 
 
 def read_export_meta(path: str | Path) -> dict[str, Any]:

@@ -36,8 +36,9 @@ def frozen_states(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch = pad_ids([input_ids[i] for i in idx], pad_id)
-        hidden = _layers(backbone, backbone.embeddings(input_ids=batch["input_ids"]), batch["attention_mask"],
-                         0, frozen_layers)  # fmt: skip
+        hidden = _layers(
+            backbone, backbone.embeddings(input_ids=batch["input_ids"]), batch["attention_mask"], 0, frozen_layers
+        )
         for row, i in enumerate(idx):
             out[i] = hidden[row, : len(input_ids[i])].clone()
     backbone.train(was_training)

@@ -83,11 +83,19 @@ def start_replicas(
         env = cpu_server_env(cache / str(k), threads=max(1, (os.cpu_count() or 2) // replicas)) if cpu else {}
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = gpus[k]
-        servers.append(VLLMServer(
-            model_dir, python=python or default_vllm_python(), host=host, port=port + k if port else free_port(host),
-            max_model_len=max_model_len, dtype="float32" if cpu else "auto", runner=runner,
-            extra_args=list(CPU_SERVER_ARGS) if cpu else [], env=env,
-        ).start())  # fmt: skip
+        servers.append(
+            VLLMServer(
+                model_dir,
+                python=python or default_vllm_python(),
+                host=host,
+                port=port + k if port else free_port(host),
+                max_model_len=max_model_len,
+                dtype="float32" if cpu else "auto",
+                runner=runner,
+                extra_args=list(CPU_SERVER_ARGS) if cpu else [],
+                env=env,
+            ).start()
+        )
     try:
         for server in servers:
             server.wait_healthy(timeout)

@@ -49,15 +49,23 @@ class VLLMServer:
 
     def command(self) -> list[str]:
         return [
-            self.python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(self.model_dir),
-            "--host", self.host, "--port", str(self.port),
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
             *(["--runner", "pooling", "--convert", self.runner] if self.runner in ("classify", "embed") else []),
             *(["--served-model-name", self.served_model_name] if self.served_model_name else []),
-            "--max-model-len", str(self.max_model_len),
-            "--dtype", self.dtype,
+            "--max-model-len",
+            str(self.max_model_len),
+            "--dtype",
+            self.dtype,
             *self.extra_args,
-        ]  # fmt: skip
+        ]
 
     def start(self) -> VLLMServer:
         self.port = self.port or free_port(self.host)
@@ -66,8 +74,9 @@ class VLLMServer:
         env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", **self.env}
         log = self.log_path.open("wb")
         # A new session, so stop() can signal the server and any worker processes it spawned.
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         return self
 
     def log_tail(self, n: int = 40) -> str:

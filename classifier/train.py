@@ -136,15 +136,27 @@ def cross_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs) -> 
     encoder = PairEncoder(tokenizer, config.max_tokens_per_response)
     model = load_sequence_classifier(backbone, encoder.special.pad_id, config.trust_remote_code)
     _check_positions(model.config, encoder.max_length, config)
-    dm = PairDataModule(encoder, train_pairs, val_pairs, config.batch_size, config.both_orders,
-                        config.bucket_by_length, seed=config.seed, num_workers=config.num_workers)  # fmt: skip
+    dm = PairDataModule(
+        encoder,
+        train_pairs,
+        val_pairs,
+        config.batch_size,
+        config.both_orders,
+        config.bucket_by_length,
+        seed=config.seed,
+        num_workers=config.num_workers,
+    )
     module = PairClassifierModule(model, config, class_weights(*dm.class_counts()))
     return KindParts(
-        encoder, model, model, module, dm,
+        encoder,
+        model,
+        model,
+        module,
+        dm,
         fresh_model=lambda: load_sequence_classifier(backbone, encoder.special.pad_id, config.trust_remote_code),
         scorer=lambda m: EquivalenceClassifier(m, encoder, symmetric=config.symmetric),
         meta_fields=lambda m: cross_encoder_fields(encoder, config.symmetric),
-    )  # fmt: skip
+    )
 
 
 def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume: bool) -> KindParts:
@@ -161,15 +173,27 @@ def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume
         if config.cache_frozen_layers and can_cache(hf_model, config.freeze_layers)
         else None
     )
-    dm = TextPairDataModule(encoder, train_pairs, val_pairs, config.batch_size, config.bucket_by_length,
-                            seed=config.seed, num_workers=config.num_workers, cache=cache)  # fmt: skip
+    dm = TextPairDataModule(
+        encoder,
+        train_pairs,
+        val_pairs,
+        config.batch_size,
+        config.bucket_by_length,
+        seed=config.seed,
+        num_workers=config.num_workers,
+        cache=cache,
+    )
     module = BiEncoderModule(model, config, class_weights(*dm.class_counts()))
     return KindParts(
-        encoder, model, hf_model, module, dm,
+        encoder,
+        model,
+        hf_model,
+        module,
+        dm,
         fresh_model=lambda: BiEncoder(load_backbone_encoder(backbone, config.trust_remote_code), pooling),
         scorer=lambda m: BiEncoderClassifier(m, encoder),
         meta_fields=lambda m: bi_encoder_fields(encoder, m),
-    )  # fmt: skip
+    )
 
 
 def _check_positions(model_config, max_length: int, config: ClassifierTrainConfig) -> None:
@@ -254,8 +278,18 @@ def train_classifier(
     clf.threshold = threshold
     metrics["train_seconds"] = round(train_seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
-    meta = build_meta(parts.meta_fields(trained), config.backbone, threshold, metrics, pairs.sha256,
-                      config.to_dict(), test_metrics)  # fmt: skip
+    meta = build_meta(
+        parts.meta_fields(trained), config.backbone, threshold, metrics, pairs.sha256, config.to_dict(), test_metrics
+    )
     export_classifier(trained, tokenizer, output, meta)
-    return TrainResult(output, metrics, threshold, train_seconds, len(train_pairs), len(val_pairs),
-                       trainer.global_step, trained, test_metrics)  # fmt: skip
+    return TrainResult(
+        output,
+        metrics,
+        threshold,
+        train_seconds,
+        len(train_pairs),
+        len(val_pairs),
+        trainer.global_step,
+        trained,
+        test_metrics,
+    )

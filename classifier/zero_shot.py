@@ -43,8 +43,9 @@ def zero_shot_classifier(
     if max_tokens_per_response is None:
         max_tokens_per_response = default_budget(hf_model.config)
     encoder = TextEncoder(load_tokenizer(path, trust_remote_code), max_tokens_per_response)
-    clf = BiEncoderClassifier(BiEncoder(hf_model, backbone_pooling(path, hf_model.config)), encoder,
-                              batch_size=batch_size)  # fmt: skip
+    clf = BiEncoderClassifier(
+        BiEncoder(hf_model, backbone_pooling(path, hf_model.config)), encoder, batch_size=batch_size
+    )
     emb = clf.embed([t for p in fit_pairs for t in p.texts])
     cos = np.einsum("ij,ij->i", emb[0::2], emb[1::2])
     labels = np.array([p.similar for p in fit_pairs])

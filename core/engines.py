@@ -108,8 +108,9 @@ class HFEngine:
 
     name = "hf"
 
-    def __init__(self, device: str = "cpu", dtype: str = "float32", threads: int | None = None,
-                 trust_remote_code: bool = False):  # fmt: skip
+    def __init__(
+        self, device: str = "cpu", dtype: str = "float32", threads: int | None = None, trust_remote_code: bool = False
+    ):
         self.device, self.dtype, self.threads = device, dtype, threads
         self.trust_remote_code = trust_remote_code
         self._model_name: str | None = None
@@ -245,9 +246,17 @@ class VLLMEngine:
 
     name = "vllm"
 
-    def __init__(self, tensor_parallel_size: int = 1, dtype: str = "auto", max_model_len: int | None = None,
-                 gpu_memory_utilization: float = 0.9, seed: int = 0, trust_remote_code: bool = False,
-                 llm_kwargs: dict[str, Any] | None = None, chunk_size: int = 1024):  # fmt: skip
+    def __init__(
+        self,
+        tensor_parallel_size: int = 1,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        seed: int = 0,
+        trust_remote_code: bool = False,
+        llm_kwargs: dict[str, Any] | None = None,
+        chunk_size: int = 1024,
+    ):
         self.options: dict[str, Any] = {
             "tensor_parallel_size": tensor_parallel_size,
             "dtype": dtype,
@@ -292,8 +301,14 @@ class VLLMEngine:
             structured = StructuredOutputsParams(choice=list(request.choices))
         elif request.regex is not None:
             structured = StructuredOutputsParams(regex=request.regex)
-        return SamplingParams(n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
-                              structured_outputs=structured)  # fmt: skip
+        return SamplingParams(
+            n=s.n,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_tokens=s.max_tokens,
+            seed=s.seed,
+            structured_outputs=structured,
+        )
 
     def run(self, model: str, requests: Sequence[ChatRequest], on_result: Callable[[ChatResult], None]) -> None:
         for request in requests:

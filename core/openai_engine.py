@@ -41,9 +41,16 @@ class OpenAIEngine:
 
     name = "openai"
 
-    def __init__(self, base_url: str, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 16,
-                 timeout: float = 120.0, max_retries: int = 4, backoff: float = 1.0,
-                 max_backoff: float = 30.0):  # fmt: skip
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 16,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+    ):
         if concurrency < 1 or max_retries < 0:
             raise UserInputError("the openai engine needs concurrency >= 1 and max_retries >= 0")
         base = base_url.rstrip("/")
@@ -95,8 +102,9 @@ class OpenAIEngine:
                 await asyncio.gather(*workers, return_exceptions=True)
 
     async def _serve(self, client: httpx.AsyncClient, semaphore, model: str, request: ChatRequest) -> ChatResult:
-        samples = [asyncio.create_task(self._sample(client, semaphore, model, request, i))
-                   for i in range(request.sampling.n)]  # fmt: skip
+        samples = [
+            asyncio.create_task(self._sample(client, semaphore, model, request, i)) for i in range(request.sampling.n)
+        ]
         try:
             completions = await asyncio.gather(*samples)
         except _RequestFailed as exc:
@@ -166,8 +174,11 @@ def _completion(response: httpx.Response, url: str) -> Completion:
         data = response.json()
         choice = data["choices"][0]
         usage = data.get("usage") or {}
-        return Completion(choice["message"].get("content") or "", choice.get("finish_reason") or "stop",
-                          usage.get("completion_tokens"))  # fmt: skip
+        return Completion(
+            choice["message"].get("content") or "",
+            choice.get("finish_reason") or "stop",
+            usage.get("completion_tokens"),
+        )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise _RequestFailed(f"{url}: malformed response ({type(exc).__name__}): {response.text[:300]}") from None
 

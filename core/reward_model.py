@@ -42,8 +42,10 @@ class RewardModel:
             ps, rs = prompts[start : start + self.batch_size], responses[start : start + self.batch_size]
             kwargs = dict(padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
             if self.tokenizer.chat_template:
-                convs = [[{"role": "user", "content": p}, {"role": "assistant", "content": r}]
-                         for p, r in zip(ps, rs, strict=True)]  # fmt: skip
+                convs = [
+                    [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
+                    for p, r in zip(ps, rs, strict=True)
+                ]
                 texts = self.tokenizer.apply_chat_template(convs, tokenize=False)
                 batch = self.tokenizer(texts, add_special_tokens=False, **kwargs)  # the template has its BOS
             else:

@@ -181,8 +181,10 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
         pairs = pairs.head(config.limit)
     store = ShardStore(Path(config.output) / RECORDS_DIR, JUDGE_COLUMNS, ["pair_id"])
     identity = {k: getattr(config, k) for k in ("judge_model", "both_orders", "votes", "temperature", "structured")}
-    store.check_settings({**identity, "max_chars": config.max_chars_per_solution, "prompt_sha256": prompt_sha},
-                         what="the judge, its prompt or its voting")  # fmt: skip
+    store.check_settings(
+        {**identity, "max_chars": config.max_chars_per_solution, "prompt_sha256": prompt_sha},
+        what="the judge, its prompt or its voting",
+    )
     # Failed pairs (and missing ones) are judged again; final verdicts (incl. abstain, disagree) are kept.
     done = set(store.read().filter(pl.col("status") != "failed")["pair_id"].to_list())
     todo = {p["pair_id"]: p for p in pairs.iter_rows(named=True) if p["pair_id"] not in done}

@@ -49,9 +49,16 @@ def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, 
 
     fit = load_pairs(fit_data)
     clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size)
-    extra = {"model": f"zero-shot {backbone}", "kind": "bi-encoder (untrained)", "symmetric": False,
-             "fit_data": str(fit_data), "fit_data_sha256": fit.sha256, "scale": clf.scale, "bias": clf.bias,
-             "max_tokens_per_response": clf.encoder.max_tokens_per_response}  # fmt: skip
+    extra = {
+        "model": f"zero-shot {backbone}",
+        "kind": "bi-encoder (untrained)",
+        "symmetric": False,
+        "fit_data": str(fit_data),
+        "fit_data_sha256": fit.sha256,
+        "scale": clf.scale,
+        "bias": clf.bias,
+        "max_tokens_per_response": clf.encoder.max_tokens_per_response,
+    }
     return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
@@ -90,10 +97,12 @@ def write_rows(rows: list[Row], pairs, data, output: Path) -> dict[str, Any]:
     sections = {}
     for row in rows[1:]:
         folder = output / row.key.replace("_", "-")
-        sections[row.key] = write_report(pairs.pairs, row.probs, row.threshold, folder, row.name,
-                                         {**common, **row.extra})  # fmt: skip
-    metrics = write_report(pairs.pairs, rows[0].probs, rows[0].threshold, output, rows[0].name,
-                           {**common, **rows[0].extra, **sections})  # fmt: skip
+        sections[row.key] = write_report(
+            pairs.pairs, row.probs, row.threshold, folder, row.name, {**common, **row.extra}
+        )
+    metrics = write_report(
+        pairs.pairs, rows[0].probs, rows[0].threshold, output, rows[0].name, {**common, **rows[0].extra, **sections}
+    )
     if len(rows) > 1:
         names = _names([r.name for r in rows])
         _write_text(output / "compare.md", compare_table([metrics, *sections.values()], names))

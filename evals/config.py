@@ -101,8 +101,11 @@ def parse_model(text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT) ->
     sep = sep if "/" not in name else ""  # "runs/lr=1e-5/ckpt" is a path, not NAME=PATH
     if sep and (not name.strip() or not path.strip()):
         raise UserInputError(f"--model {text!r}: expected NAME=PATH or PATH")
-    return GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt) if sep else (
-        GeneratorSpec(name=text, system_prompt=system_prompt))  # fmt: skip
+    return (
+        GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt)
+        if sep
+        else (GeneratorSpec(name=text, system_prompt=system_prompt))
+    )
 
 
 # -- eval novelty ----------------------------------------------------------------------------------------
@@ -162,8 +165,15 @@ class NoveltyConfig(EngineConfig):
         # A local file is named by its absolute path: the same file reached from another cwd is the same run.
         local = self.prompts is not None and Path(self.prompts).exists()
         prompts = str(Path(str(self.prompts)).resolve()) if local else str(self.prompts)
-        return {"prompts": prompts, "model": self.model, "engine": self.engine, "k": self.k,
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}  # fmt: skip
+        return {
+            "prompts": prompts,
+            "model": self.model,
+            "engine": self.engine,
+            "k": self.k,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
 
     def check(self) -> None:
         if self.k < 1 or self.max_tokens < 1 or self.temperature < 0:

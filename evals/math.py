@@ -173,8 +173,9 @@ def _dataset_metrics(problems: pl.DataFrame, ks: list[int] | None) -> dict[str, 
     scored = problems.filter((pl.col("ok") == pl.col("n")) & (pl.col("ungraded") == 0))
     complete = problems.filter(pl.col("ok") == pl.col("n"))
     counts = [(int(r["n"]), int(r["correct"])) for r in scored.iter_rows(named=True)]
-    values = {str(k): sum(pass_at_k(m, c, k) for m, c in counts) / len(counts) if counts else None
-              for k in ks_for(n, ks)}  # fmt: skip
+    values = {
+        str(k): sum(pass_at_k(m, c, k) for m, c in counts) / len(counts) if counts else None for k in ks_for(n, ks)
+    }
     return {
         "n": n,
         "problems": problems.height,
@@ -246,8 +247,10 @@ def render_report(metrics: dict) -> str:
         "## pass@k per dataset\n",
     ]
     ks = metrics["ks"]
-    lines = ["| model | dataset | n | scored problems | " + " | ".join(f"pass@{k}" for k in ks) + " |",
-             "|---|---|---:|---:|" + "---:|" * len(ks)]  # fmt: skip
+    lines = [
+        "| model | dataset | n | scored problems | " + " | ".join(f"pass@{k}" for k in ks) + " |",
+        "|---|---|---:|---:|" + "---:|" * len(ks),
+    ]
     for model, m in models.items():  # problems = scored problems (the ones pass@k averages over)
         rows = [(name, d["n"], d["scored"], d["pass@k"]) for name, d in m["datasets"].items()]
         for name, n, count, values in [*rows, ("**mean**", m["n"], m["mean"]["problems"], m["mean"]["pass@k"])]:
@@ -257,12 +260,16 @@ def render_report(metrics: dict) -> str:
     if len(datasets) > 1:
         parts.append("![pass@k per dataset](passk_by_dataset.png)\n")
     parts.append("## Exclusions\n")
-    lines = ["| model | dataset | problems | scored | incomplete | ungraded | failed samples | missing samples |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| model | dataset | problems | scored | incomplete | ungraded | failed samples | missing samples |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, m in models.items():
         for name, d in m["datasets"].items():
-            lines.append(f"| {model} | {name} | {d['problems']} | {d['scored']} | {d['excluded_incomplete']} | "
-                         f"{d['excluded_ungraded']} | {d['samples_failed']} | {d['samples_missing']} |")  # fmt: skip
+            lines.append(
+                f"| {model} | {name} | {d['problems']} | {d['scored']} | {d['excluded_incomplete']} | "
+                f"{d['excluded_ungraded']} | {d['samples_failed']} | {d['samples_missing']} |"
+            )
     parts.append("\n".join(lines) + "\n\nRerun the same command to retry failed samples.\n")
     parts.append("## Sampling\n\n" + "\n".join(f"- {m}: `{json.dumps(v['sampling'])}`" for m, v in models.items()))
     return "\n".join(parts) + "\n"

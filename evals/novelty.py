@@ -159,8 +159,9 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
 
 
 # -- stage 1: generation -------------------------------------------------------------------------------------
-def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore,
-                       engine: Engine | None, progress: bool) -> dict[str, int]:  # fmt: skip
+def generate_responses(
+    config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore, engine: Engine | None, progress: bool
+) -> dict[str, int]:
     """Ask the engine for every missing or failed sample; rows are flushed every ``shard_size`` rows."""
     from darling.core.progress import progress_bar
 
@@ -193,8 +194,14 @@ def generate_responses(config: NoveltyConfig, prompts: list[NoveltyPrompt], stor
                     result.request, error=f"engine returned {len(result.completions)} of {len(indices)}"
                 )
             for n, i in enumerate(indices):
-                row = {"prompt_id": prompt.prompt_id, "prompt": prompt.prompt, "category": prompt.category,
-                       "sample_index": i, "status": "ok" if result.ok else "failed", "error": result.error}  # fmt: skip
+                row = {
+                    "prompt_id": prompt.prompt_id,
+                    "prompt": prompt.prompt,
+                    "category": prompt.category,
+                    "sample_index": i,
+                    "status": "ok" if result.ok else "failed",
+                    "error": result.error,
+                }
                 if result.ok:
                     c = result.completions[n]
                     row.update(response=c.text, finish_reason=c.finish_reason, num_tokens=c.num_tokens)
@@ -303,11 +310,18 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
     else:  # nothing complete: an empty report that says so (the CLI exits 1)
         scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
     quality = f"reward model, bucketed 1..{len(config.quality_cut_points) + 1}" if config.reward_model else None
-    partition = {"method": config.partition, "decision": DECISIONS[config.partition],
-                 "definition": PARTITIONS[config.partition], **stats}  # fmt: skip
+    partition = {
+        "method": config.partition,
+        "decision": DECISIONS[config.partition],
+        "definition": PARTITIONS[config.partition],
+        **stats,
+    }
     weighted = config.utility == NOVELTYBENCH  # the darling-fork mean has no patience: none is reported
-    utility = {"method": config.utility, "patience": config.patience if weighted else None,
-               "definition": UTILITIES[config.utility]}  # fmt: skip
+    utility = {
+        "method": config.utility,
+        "patience": config.patience if weighted else None,
+        "definition": UTILITIES[config.utility],
+    }
     metrics = {
         **summarise(per_prompt),
         "n_prompts_incomplete": len(wanted) - len(complete_ids),

@@ -141,16 +141,24 @@ def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
         meta = read_export_meta(path)
         where = f"served by {', '.join(config.classifier_urls)}" if config.classifier_urls else "in-process"
         source = "--threshold" if given else "the export's calibrated threshold, darling.json"
-        return {"classifier": str(path), "kind": f"darling {meta['kind']} export, {where}",
-                "threshold": config.threshold if given else meta["threshold"], "threshold_source": source}  # fmt: skip
+        return {
+            "classifier": str(path),
+            "kind": f"darling {meta['kind']} export, {where}",
+            "threshold": config.threshold if given else meta["threshold"],
+            "threshold_source": source,
+        }
     if not (path / "config.json").exists():
         raise UserInputError(f"{path}: not a classifier directory (no darling.json or config.json)")
     if config.classifier_urls:
         raise UserInputError(f"{path}: --classifier-url needs a darling export (it holds the encoding)")
     if not given:
         raise UserInputError(f"{path}: not a darling export, so give its decision threshold with --threshold")
-    return {"classifier": str(path), "kind": "HF sequence classifier, in-process", "threshold": config.threshold,
-            "threshold_source": "--threshold"}  # fmt: skip
+    return {
+        "classifier": str(path),
+        "kind": "HF sequence classifier, in-process",
+        "threshold": config.threshold,
+        "threshold_source": "--threshold",
+    }
 
 
 def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceScorer:

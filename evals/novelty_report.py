@@ -14,8 +14,13 @@ import polars as pl
 
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
 
-EMPTY_PER_PROMPT = {"prompt_id": pl.String, "category": pl.String, "distinct": pl.Int64, "utility": pl.Float64,
-                    "mean_quality": pl.Float64}  # fmt: skip
+EMPTY_PER_PROMPT = {
+    "prompt_id": pl.String,
+    "category": pl.String,
+    "distinct": pl.Int64,
+    "utility": pl.Float64,
+    "mean_quality": pl.Float64,
+}
 
 
 def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, metrics: dict[str, Any]) -> None:
@@ -31,8 +36,12 @@ def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, 
 def summarise(per_prompt: pl.DataFrame) -> dict[str, Any]:
     def means(frame: pl.DataFrame) -> dict[str, Any]:
         mean = lambda col: None if frame.is_empty() else float(frame[col].mean())  # noqa: E731
-        return {"n_prompts": frame.height, "mean_distinct": mean("distinct"), "mean_utility": mean("utility"),
-                "mean_quality": mean("mean_quality")}  # fmt: skip
+        return {
+            "n_prompts": frame.height,
+            "mean_distinct": mean("distinct"),
+            "mean_utility": mean("utility"),
+            "mean_quality": mean("mean_quality"),
+        }
 
     histogram = {str(d): int(n) for d, n in per_prompt["distinct"].value_counts().sort("distinct").iter_rows()}
     categories = sorted(c for c in per_prompt["category"].unique().to_list() if c is not None)
@@ -98,8 +107,10 @@ def render_report(m: dict[str, Any]) -> str:
     if m.get("per_category"):
         lines += ["", "## Per category", "", f"Distinct by {distinct_name}; {utility_name}.", ""]
         lines += ["| category | prompts | mean distinct | mean utility |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {c} | {v['n_prompts']} | {fmt(v['mean_distinct'])} | {fmt(v['mean_utility'])} |"
-                  for c, v in m["per_category"].items()]  # fmt: skip
+        lines += [
+            f"| {c} | {v['n_prompts']} | {fmt(v['mean_distinct'])} | {fmt(v['mean_utility'])} |"
+            for c, v in m["per_category"].items()
+        ]
     counts = m.get("distinct_histogram", {})
     lines += ["", f"## Distinct classes per prompt ({distinct_name})", "", "| distinct | prompts |", "| ---: | ---: |"]
     lines += [f"| {d} | {n} |" for d, n in counts.items()]

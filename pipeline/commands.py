@@ -95,9 +95,12 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
     if c.datagen == "champ":
         s = StageCommands("datagen", "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)")
     else:
-        where = ("vLLM in process, one generator at a time, tensor parallel "
-                 f"{c.rollout_tensor_parallel} (QwQ-32B and Llama-4-Maverick need the whole 8-GPU node)"
-                 if c.rollout_engine == "vllm" else f"{c.rollout_engine} engine")  # fmt: skip
+        where = (
+            "vLLM in process, one generator at a time, tensor parallel "
+            f"{c.rollout_tensor_parallel} (QwQ-32B and Llama-4-Maverick need the whole 8-GPU node)"
+            if c.rollout_engine == "vllm"
+            else f"{c.rollout_engine} engine"
+        )
         s = StageCommands("datagen", where, gpu_only=c.rollout_engine == "vllm")
         s.lines.append(f"# generators (names, models, per-model limits): {rel(files['generators'])}")
     s.lines.append(datagen_step(c).line(run))
@@ -112,30 +115,39 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
     stages.append(StageCommands("labels", where, [labels_step(c).line(run)], gpu_only=c.judge_engine == "vllm"))
 
     if gpu:
-        s = StageCommands("classifier", "Qwen3-Embedding-4B, bf16, gradient checkpointing, "
-                          f"{c.classifier_devices} GPUs ({c.classifier_strategy})", gpu_only=True)  # fmt: skip
+        s = StageCommands(
+            "classifier",
+            f"Qwen3-Embedding-4B, bf16, gradient checkpointing, {c.classifier_devices} GPUs ({c.classifier_strategy})",
+            gpu_only=True,
+        )
     else:
         s = StageCommands("classifier", "CPU, 1-2 minutes: the packaged MiniLM encoder, a few optimiser steps")
-        s.lines.append("# Before this command the pipeline writes $RUN/classifier/train-pairs.jsonl: the judge's "
-                       f"labels, plus {c.fallback_pairs} of the built-in NoveltyBench human pairs when the judge "
-                       f"gives fewer than {c.min_labels_per_class} labels of either class.")  # fmt: skip
+        s.lines.append(
+            "# Before this command the pipeline writes $RUN/classifier/train-pairs.jsonl: the judge's "
+            f"labels, plus {c.fallback_pairs} of the built-in NoveltyBench human pairs when the judge "
+            f"gives fewer than {c.min_labels_per_class} labels of either class."
+        )
     s.lines.append(classifier_step(c).line(run))
     stages.append(s)
 
     if gpu:
-        s = StageCommands("rl", "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, "
-                          "vLLM colocate generation)", gpu_only=True)  # fmt: skip
+        s = StageCommands(
+            "rl",
+            "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, vLLM colocate generation)",
+            gpu_only=True,
+        )
         serve = serve_step(c)
         rl = rl_step(c, classifier_urls=SERVED_URLS)
         s.lines += [
             serve.line(run) + " &",
-            'SERVER=$!; trap \'kill "$SERVER" 2>/dev/null || true\' EXIT',
+            "SERVER=$!; trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
             "until curl -sf http://127.0.0.1:8001/health >/dev/null; do sleep 10; done  # both replicas up",
             "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 "
             + _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", rel(files["accelerate"]), "-m")
-            + " " + rl.line(run),
+            + " "
+            + rl.line(run),
             'kill "$SERVER"; trap - EXIT  # free GPUs 6-7 for the evaluations',
-        ]  # fmt: skip
+        ]
     else:
         s = StageCommands("rl", "CPU, 1-2 minutes: SmolLM2-135M policy, built-in arithmetic problems, TRL GRPOTrainer")
         s.lines.append(rl_step(c).line(run))
@@ -143,15 +155,23 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
 
     where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: both models through the hf engine"
     s = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
-    s.lines.append(f"# {EVAL_MODELS[0]} = {config.policy()}, {EVAL_MODELS[1]} = $RUN/rl/final, each named "
-                   f"'{EVAL_NAME}' so both draw the same seeds (a paired comparison); prompts as in RL")  # fmt: skip
+    s.lines.append(
+        f"# {EVAL_MODELS[0]} = {config.policy()}, {EVAL_MODELS[1]} = $RUN/rl/final, each named "
+        f"'{EVAL_NAME}' so both draw the same seeds (a paired comparison); prompts as in RL"
+    )
     s.lines += [step.line(run) for step in eval_math_steps(c).values()]
     stages.append(s)
 
-    where = ("vLLM generation; the classifier in process" if c.novelty_engine == "vllm"
-             else "CPU: hf generation, the fresh classifier in process")  # fmt: skip
-    s = StageCommands("eval-novelty", where + "; no reward model, so quality = 1 and utility measures diversity only",
-                      gpu_only=c.novelty_engine == "vllm")  # fmt: skip
+    where = (
+        "vLLM generation; the classifier in process"
+        if c.novelty_engine == "vllm"
+        else "CPU: hf generation, the fresh classifier in process"
+    )
+    s = StageCommands(
+        "eval-novelty",
+        where + "; no reward model, so quality = 1 and utility measures diversity only",
+        gpu_only=c.novelty_engine == "vllm",
+    )
     s.lines += [step.line(run) for step in eval_novelty_steps(c).values()]
     stages.append(s)
     assert tuple(st.name for st in stages) == STAGES

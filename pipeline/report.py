@@ -40,22 +40,35 @@ def _header(name: str, record: dict[str, Any], title: str, links: list[tuple[str
     status = record.get("status", "not run")
     timing = f"{seconds:.1f} s" if isinstance(seconds, int | float) else "–"
     linked = " · ".join(f"[{text}]({href})" for text, href in links)
-    return [f"## {title}", "", f"Folder [`{name}/`]({name}/) · status **{status}** · wall time **{timing}**"
-            + (f" · {linked}" if linked else ""), ""]  # fmt: skip
+    return [
+        f"## {title}",
+        "",
+        f"Folder [`{name}/`]({name}/) · status **{status}** · wall time **{timing}**"
+        + (f" · {linked}" if linked else ""),
+        "",
+    ]
 
 
 def _datagen(s: dict[str, Any]) -> list[str]:
-    return [f"{s['mode']}.", "",
-            f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
-            f"({', '.join(s['models'])})",
-            f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}", ""]  # fmt: skip
+    return [
+        f"{s['mode']}.",
+        "",
+        f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
+        f"({', '.join(s['models'])})",
+        f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}",
+        "",
+    ]
 
 
 def _pairs(s: dict[str, Any]) -> list[str]:
-    lines = [f"Same-answer pairs (math-verify), identical texts dropped, at most {s['max_pairs_per_problem']} per "
-             f"problem{', two different models each' if s['cross_model_only'] else ''}.", "",
-             f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} problems ({s['responses_used']} responses, "
-             f"{s['duplicates_dropped']} duplicates dropped)", ""]  # fmt: skip
+    lines = [
+        f"Same-answer pairs (math-verify), identical texts dropped, at most {s['max_pairs_per_problem']} per "
+        f"problem{', two different models each' if s['cross_model_only'] else ''}.",
+        "",
+        f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} problems ({s['responses_used']} responses, "
+        f"{s['duplicates_dropped']} duplicates dropped)",
+        "",
+    ]
     if s["per_model_pair"]:
         rows = [f"| {k} | {v} |" for k, v in s["per_model_pair"].items()]
         lines += ["| models | pairs |", "| --- | ---: |", *rows, ""]
@@ -64,24 +77,34 @@ def _pairs(s: dict[str, Any]) -> list[str]:
 
 def _labels(s: dict[str, Any]) -> list[str]:
     c, b = s["counts"], s["label_balance"]
-    return [f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, {s['prompt']} prompt), "
-            f"both orders; a pair is labelled only when both orders agree ({s['judge_calls']} judge calls).", "",
-            "| verdict | pairs |", "| --- | ---: |",
-            *[f"| {k} | {v} |" for k, v in c.items()],
-            f"| → similar = 1 (same strategy) | {b.get('1', 0)} |", f"| → similar = 0 (different) | {b.get('0', 0)} |",
-            "", "Records (raw judge outputs, verdicts, prompt SHA-256): [`labels/records/`](labels/records/); "
-            "labels: [`labels/labelled.parquet`](labels/labelled.parquet).", ""]  # fmt: skip
+    return [
+        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, {s['prompt']} prompt), "
+        f"both orders; a pair is labelled only when both orders agree ({s['judge_calls']} judge calls).",
+        "",
+        "| verdict | pairs |",
+        "| --- | ---: |",
+        *[f"| {k} | {v} |" for k, v in c.items()],
+        f"| → similar = 1 (same strategy) | {b.get('1', 0)} |",
+        f"| → similar = 0 (different) | {b.get('0', 0)} |",
+        "",
+        "Records (raw judge outputs, verdicts, prompt SHA-256): [`labels/records/`](labels/records/); "
+        "labels: [`labels/labelled.parquet`](labels/labelled.parquet).",
+        "",
+    ]
 
 
 def _classifier(s: dict[str, Any]) -> list[str]:
     d, v = s["data"], s["validation"]
     kind = s.get("kind", "cross-encoder")  # runs recorded before the bi-encoder kind
-    lines = [f"Preset `{s['preset']}` ({kind}, `{s['backbone']}`), {s['max_steps']} optimiser steps, "
-             f"{s['max_tokens_per_response']} tokens per response; trained, calibrated on its validation split and "
-             "exported to [`classifier/`](classifier/).", "",
-             f"- training data [`classifier/train-pairs.jsonl`](classifier/train-pairs.jsonl): {d['pairs']} pairs "
-             f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
-             f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}"]  # fmt: skip
+    lines = [
+        f"Preset `{s['preset']}` ({kind}, `{s['backbone']}`), {s['max_steps']} optimiser steps, "
+        f"{s['max_tokens_per_response']} tokens per response; trained, calibrated on its validation split and "
+        "exported to [`classifier/`](classifier/).",
+        "",
+        f"- training data [`classifier/train-pairs.jsonl`](classifier/train-pairs.jsonl): {d['pairs']} pairs "
+        f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
+        f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}",
+    ]
     if d["fallback"]:
         lines.append(f"- **fallback:** {d['fallback_reason']}.")
     lines += [
@@ -97,16 +120,21 @@ def _classifier(s: dict[str, Any]) -> list[str]:
 
 
 def _rl(s: dict[str, Any]) -> list[str]:
-    lines = [f"TRL GRPOTrainer with the DARLING reward (quality × diversity, advantages r − mean): policy "
-             f"`{s['policy']}`, problems `{s['problems']}`, {s['num_generations']} completions per prompt, "
-             f"≤ {s['max_completion_length']} tokens, lr {s['learning_rate']}, temperature {s['temperature']}.", "",
-             "| step | reward | quality | diversity | distinct / group | classifier pairs (saved) | loss |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines = [
+        f"TRL GRPOTrainer with the DARLING reward (quality × diversity, advantages r − mean): policy "
+        f"`{s['policy']}`, problems `{s['problems']}`, {s['num_generations']} completions per prompt, "
+        f"≤ {s['max_completion_length']} tokens, lr {s['learning_rate']}, temperature {s['temperature']}.",
+        "",
+        "| step | reward | quality | diversity | distinct / group | classifier pairs (saved) | loss |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for st in s["steps"]:
-        lines.append(f"| {st['step']} | {_f(st.get('reward'))} | {_f(st.get('darling/quality'))} | "
-                     f"{_f(st.get('darling/diversity'))} | {_f(st.get('darling/distinct_per_group'), 2)} | "
-                     f"{_f(st.get('darling/classifier_pairs'), 0)} ({_f(st.get('darling/classifier_pairs_saved'), 0)}) "
-                     f"| {_f(st.get('loss'), 4)} |")  # fmt: skip
+        lines.append(
+            f"| {st['step']} | {_f(st.get('reward'))} | {_f(st.get('darling/quality'))} | "
+            f"{_f(st.get('darling/diversity'))} | {_f(st.get('darling/distinct_per_group'), 2)} | "
+            f"{_f(st.get('darling/classifier_pairs'), 0)} ({_f(st.get('darling/classifier_pairs_saved'), 0)}) "
+            f"| {_f(st.get('loss'), 4)} |"
+        )
     change = s["max_weight_change"]
     lines += [
         "",
@@ -114,12 +142,16 @@ def _rl(s: dict[str, Any]) -> list[str]:
         f"- largest weight change vs the base policy: {'n/a' if change is None else f'{change:.2e}'}",
     ]
     if s["steps_with_nonzero_reward"] == 0:
-        lines.append("- **no learning signal:** every reward was 0 (reward = quality × diversity: in every group "
-                     "either no response was correct or the classifier put all responses in one class), so every "
-                     "advantage was 0 and the policy did not move.")  # fmt: skip
+        lines.append(
+            "- **no learning signal:** every reward was 0 (reward = quality × diversity: in every group "
+            "either no response was correct or the classifier put all responses in one class), so every "
+            "advantage was 0 and the policy did not move."
+        )
     if s["checkpoints_pruned"]:
-        lines.append(f"- checkpoints {', '.join(s['checkpoints_pruned'])} were deleted once `rl/final` was saved "
-                     "(keep them with `--keep-checkpoints`)")  # fmt: skip
+        lines.append(
+            f"- checkpoints {', '.join(s['checkpoints_pruned'])} were deleted once `rl/final` was saved "
+            "(keep them with `--keep-checkpoints`)"
+        )
     lines += [
         "",
         "Per-step log: [`rl/log_history.json`](rl/log_history.json); settings: "
@@ -131,27 +163,42 @@ def _rl(s: dict[str, Any]) -> list[str]:
 
 def _eval_math(s: dict[str, Any]) -> list[str]:
     ks = s["ks"]
-    lines = [f"{', '.join(s['datasets'])}: n = {s['n']} samples per problem at temperature {s['temperature']}, "
-             f"≤ {s['max_tokens']} tokens, graded by math-verify; unbiased pass@k in % (mean over datasets).", "",
-             "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " | report |",
-             "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |"]  # fmt: skip
+    lines = [
+        f"{', '.join(s['datasets'])}: n = {s['n']} samples per problem at temperature {s['temperature']}, "
+        f"≤ {s['max_tokens']} tokens, graded by math-verify; unbiased pass@k in % (mean over datasets).",
+        "",
+        "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " | report |",
+        "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |",
+    ]
     for name, m in s["models"].items():
         cells = " | ".join(_pct(m["pass@k"].get(str(k))) for k in ks)
-        lines.append(f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
-                     f"[report](eval-math/{name}/report.md) · [metrics](eval-math/{name}/metrics.json) |")  # fmt: skip
-    return [*lines, "", "Paired comparison: both models draw the same sampling seeds (each is evaluated in its own "
-            "folder under the same model name), so identical weights would give identical samples.", ""]  # fmt: skip
+        lines.append(
+            f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
+            f"[report](eval-math/{name}/report.md) · [metrics](eval-math/{name}/metrics.json) |"
+        )
+    return [
+        *lines,
+        "",
+        "Paired comparison: both models draw the same sampling seeds (each is evaluated in its own "
+        "folder under the same model name), so identical weights would give identical samples.",
+        "",
+    ]
 
 
 def _eval_novelty(s: dict[str, Any]) -> list[str]:
-    lines = [f"The package's own open-ended prompts ([`{Path(s['prompts']).name}`](inputs/{Path(s['prompts']).name})), "
-             "partitioned by the freshly exported classifier. "
-             f"Quality: {s['quality']}.", "",
-             "| model | prompts | k | mean distinct | mean utility | threshold | report |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    lines = [
+        f"The package's own open-ended prompts ([`{Path(s['prompts']).name}`](inputs/{Path(s['prompts']).name})), "
+        "partitioned by the freshly exported classifier. "
+        f"Quality: {s['quality']}.",
+        "",
+        "| model | prompts | k | mean distinct | mean utility | threshold | report |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for name, m in s["models"].items():
-        lines.append(f"| {name} | {m['n_prompts']} | {m['k']} | {_f(m['mean_distinct'])} | {_f(m['mean_utility'])} | "
-                     f"{_f(m['threshold'])} | [report](eval-novelty/{name}/report.md) |")  # fmt: skip
+        lines.append(
+            f"| {name} | {m['n_prompts']} | {m['k']} | {_f(m['mean_distinct'])} | {_f(m['mean_utility'])} | "
+            f"{_f(m['threshold'])} | [report](eval-novelty/{name}/report.md) |"
+        )
     return [*lines, ""]
 
 
@@ -159,13 +206,15 @@ SECTIONS = {
     "datagen": ("1. Data generation: rollouts", _datagen, []),
     "pairs": ("2. Same-answer pairs", _pairs, [("summary.json", "pairs/summary.json")]),
     "labels": ("3. Judge labels", _labels, []),
-    "classifier": ("4. Equivalence classifier: train, calibrate, export", _classifier,
-                   [("validation metrics", "classifier/training/validation/metrics.json"),
-                    ("model card", "classifier/README.md")]),
+    "classifier": (
+        "4. Equivalence classifier: train, calibrate, export",
+        _classifier,
+        [("validation metrics", "classifier/training/validation/metrics.json"), ("model card", "classifier/README.md")],
+    ),
     "rl": ("5. DARLING RL", _rl, []),
     "eval-math": ("6. Math before/after RL: pass@k", _eval_math, []),
     "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", _eval_novelty, []),
-}  # fmt: skip
+}
 
 
 def _policy_note(records: dict[str, dict[str, Any]]) -> list[str]:
@@ -173,25 +222,36 @@ def _policy_note(records: dict[str, dict[str, Any]]) -> list[str]:
     if change is None:
         return []
     if change == 0:
-        return ["**RL left the weights unchanged (section 5): both rows evaluate the same model, so their "
-                "difference is sampling noise only.**", ""]  # fmt: skip
+        return [
+            "**RL left the weights unchanged (section 5): both rows evaluate the same model, so their "
+            "difference is sampling noise only.**",
+            "",
+        ]
     return [f"The RL policy differs from the base by at most {change:.2e} per weight (section 5).", ""]
 
 
 def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> str:
     total = sum(r.get("seconds") or 0 for r in records.values())
-    lines = [f"# DARLING pipeline: preset `{config.preset}`", "",
-             f"Run folder `{config.run}`. Commands: [`{COMMANDS_FILE}`]({COMMANDS_FILE}); provenance (config, "
-             f"versions, SHA-256 of every file): [`{MANIFEST_FILE}`]({MANIFEST_FILE}); stage records: "
-             "[`stages.json`](stages.json).",
-             "", "| stage | status | wall time (s) |", "| --- | --- | ---: |"]  # fmt: skip
+    lines = [
+        f"# DARLING pipeline: preset `{config.preset}`",
+        "",
+        f"Run folder `{config.run}`. Commands: [`{COMMANDS_FILE}`]({COMMANDS_FILE}); provenance (config, "
+        f"versions, SHA-256 of every file): [`{MANIFEST_FILE}`]({MANIFEST_FILE}); stage records: "
+        "[`stages.json`](stages.json).",
+        "",
+        "| stage | status | wall time (s) |",
+        "| --- | --- | ---: |",
+    ]
     for name in SECTIONS:
         r = records.get(name, {})
         lines.append(f"| {name} | {r.get('status', 'not run')} | {_f(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
     if config.preset == "cpu":
-        lines += ["A smoke-scale chain on 2 CPU cores: a 135M judge and policy and a few optimiser steps exercise "
-                  "every stage end to end; the numbers are not evidence of quality.", ""]  # fmt: skip
+        lines += [
+            "A smoke-scale chain on 2 CPU cores: a 135M judge and policy and a few optimiser steps exercise "
+            "every stage end to end; the numbers are not evidence of quality.",
+            "",
+        ]
     for name, (title, render, links) in SECTIONS.items():
         r = records.get(name, {})
         lines += _header(name, r, title, links)
@@ -278,8 +338,9 @@ def output_files(run: Path) -> list[dict[str, Any]]:
     return files
 
 
-def write_manifest(config: PipelineConfig, records: dict[str, dict[str, Any]], argv: list[str] | None,
-                   status: str) -> Path:  # fmt: skip
+def write_manifest(
+    config: PipelineConfig, records: dict[str, dict[str, Any]], argv: list[str] | None, status: str
+) -> Path:
     import shlex
 
     try:

@@ -5,15 +5,24 @@ from __future__ import annotations
 # Open-ended prompts for `eval novelty` (written for this package; short, so a CPU model answers in 64 tokens).
 NOVELTY_PROMPTS: tuple[dict[str, str], ...] = (
     {"id": "lighthouse-poem", "category": "creativity", "prompt": "Write a two-line poem about a lighthouse."},
-    {"id": "cereal-name", "category": "creativity",
-     "prompt": "Invent a name for a new breakfast cereal and describe it in one sentence."},
+    {
+        "id": "cereal-name",
+        "category": "creativity",
+        "prompt": "Invent a name for a new breakfast cereal and describe it in one sentence.",
+    },
     {"id": "umbrella-reuse", "category": "ideas", "prompt": "Suggest a creative way to reuse an old umbrella."},
-    {"id": "train-station-story", "category": "creativity",
-     "prompt": "Tell a one-sentence story that begins in a train station."},
-    {"id": "first-job-advice", "category": "advice",
-     "prompt": "Give one piece of advice to someone starting their first job."},
+    {
+        "id": "train-station-story",
+        "category": "creativity",
+        "prompt": "Tell a one-sentence story that begins in a train station.",
+    },
+    {
+        "id": "first-job-advice",
+        "category": "advice",
+        "prompt": "Give one piece of advice to someone starting their first job.",
+    },
     {"id": "rainy-sunday", "category": "ideas", "prompt": "Name something fun to do on a rainy Sunday afternoon."},
-)  # fmt: skip
+)
 
 # The judge prompt for a small CPU judge: datagen's question (different strategies? [[yes]]/[[no]]) in a
 # quarter of the tokens, since SmolLM2-135M scores every token of it twice per pair (both orders).

@@ -102,8 +102,12 @@ def _shell_stage(config: PipelineConfig, stage: StageCommands) -> Callable[[Any]
     return run
 
 
-def run_pipeline(config: PipelineConfig, progress: bool = True, log: Callable[[str], None] | None = None,
-                 argv: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_pipeline(
+    config: PipelineConfig,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    argv: list[str] | None = None,
+) -> dict[str, Any]:
     """Run (or, with ``dry_run`` / a GPU preset on a machine without CUDA, only write) the chain into
     ``config.output``. Returns ``{"status", "run", "commands", "stages", "report", "manifest"}``; status is
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest."""
@@ -119,9 +123,11 @@ def run_pipeline(config: PipelineConfig, progress: bool = True, log: Callable[[s
             log(f"dry run: wrote {commands} (nothing was run)")
         else:
             status = "needs-gpu"
-            log(f"the {config.preset} preset needs CUDA GPUs (torch.cuda.is_available() is False here): wrote "
+            log(
+                f"the {config.preset} preset needs CUDA GPUs (torch.cuda.is_available() is False here): wrote "
                 f"{commands} and ran nothing; run it on a GPU node (`bash {commands}`, or this command "
-                "there)")  # fmt: skip
+                "there)"
+            )
         log(commands.read_text())
         records = StageBook(config.run).records  # stages an earlier run finished, if any
         result.update(status=status, stages=records, manifest=write_manifest(config, records, argv, status))
@@ -151,8 +157,10 @@ def run_pipeline(config: PipelineConfig, progress: bool = True, log: Callable[[s
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
             write_report(config, book.records)
-            log(f"[{i}/{total}] {name}: {status} after {time.perf_counter() - start:.1f} s; rerun the same "
-                "command to resume")  # fmt: skip
+            log(
+                f"[{i}/{total}] {name}: {status} after {time.perf_counter() - start:.1f} s; rerun the same "
+                "command to resume"
+            )
             raise
         seconds = time.perf_counter() - start
         book.finish(name, "done", seconds, outputs=[name], summary=summary)

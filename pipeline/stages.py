@@ -82,9 +82,15 @@ def pairs(ctx: Context) -> dict[str, Any]:
 
     c = ctx.config
     s = build_pairs(pairs_step(c).config, progress=ctx.progress)
-    return {"pairs": s.pairs, "problems_with_pairs": s.problems_with_pairs, "responses_used": s.responses_used,
-            "duplicates_dropped": s.duplicates_dropped, "per_model_pair": dict(sorted(s.per_model_pair.items())),
-            "cross_model_only": c.cross_model_only, "max_pairs_per_problem": c.pairs_per_problem}  # fmt: skip
+    return {
+        "pairs": s.pairs,
+        "problems_with_pairs": s.problems_with_pairs,
+        "responses_used": s.responses_used,
+        "duplicates_dropped": s.duplicates_dropped,
+        "per_model_pair": dict(sorted(s.per_model_pair.items())),
+        "cross_model_only": c.cross_model_only,
+        "max_pairs_per_problem": c.pairs_per_problem,
+    }
 
 
 # -- 3. judge labels -----------------------------------------------------------------------------------------
@@ -97,11 +103,16 @@ def labels(ctx: Context) -> dict[str, Any]:
     s = label_pairs(config, progress=ctx.progress)
     if s.counts.get("failed"):
         raise StageFailed(f"labels: {s.counts['failed']} pairs failed (engine errors); rerun to retry them")
-    return {"judge": c.judge_model, "engine": c.judge_engine, "structured": c.judge_structured,
-            "prompt": f"compact ([`inputs/{prompt.name}`](inputs/{prompt.name}))" if prompt else "datagen's default",
-            "both_orders": True,
-            "counts": s.counts, "label_balance": {str(k): v for k, v in sorted(s.label_balance.items())},
-            "judge_calls": s.requests}  # fmt: skip
+    return {
+        "judge": c.judge_model,
+        "engine": c.judge_engine,
+        "structured": c.judge_structured,
+        "prompt": f"compact ([`inputs/{prompt.name}`](inputs/{prompt.name}))" if prompt else "datagen's default",
+        "both_orders": True,
+        "counts": s.counts,
+        "label_balance": {str(k): v for k, v in sorted(s.label_balance.items())},
+        "judge_calls": s.requests,
+    }
 
 
 # -- 4. classifier: train, calibrate, export -----------------------------------------------------------------
@@ -115,28 +126,52 @@ def classifier_data(ctx: Context) -> dict[str, Any]:
     c = ctx.config
     labelled = pl.read_parquet(ctx.run / "labels" / "labelled.parquet")
     balance = {label: int((labelled["similar"] == label).sum()) for label in (0, 1)}
-    rows = [{"id": r["pair_id"], "prompt": r["prompt"], "generation_0": r["generation_0"],
-             "generation_1": r["generation_1"], "similar": int(r["similar"]), "source": "judge"}
-            for r in labelled.iter_rows(named=True)]  # fmt: skip
+    rows = [
+        {
+            "id": r["pair_id"],
+            "prompt": r["prompt"],
+            "generation_0": r["generation_0"],
+            "generation_1": r["generation_1"],
+            "similar": int(r["similar"]),
+            "source": "judge",
+        }
+        for r in labelled.iter_rows(named=True)
+    ]
     needed = max(c.min_labels_per_class, 7)  # the stratified 15% validation split needs 7 of each class
     fallback = min(balance.values()) < needed
     reason = None
     if fallback:
-        reason = (f"the judge labelled {balance[1]} pairs equivalent and {balance[0]} different; the classifier needs "
-                  f"at least {needed} of each, so {c.fallback_pairs} of NoveltyBench's human-labelled pairs "
-                  "(built in) were mixed in")  # fmt: skip
+        reason = (
+            f"the judge labelled {balance[1]} pairs equivalent and {balance[0]} different; the classifier needs "
+            f"at least {needed} of each, so {c.fallback_pairs} of NoveltyBench's human-labelled pairs "
+            "(built in) were mixed in"
+        )
         builtin = load_pairs("noveltybench").pairs
         sample = random.Random(c.seed).sample(builtin, min(c.fallback_pairs, len(builtin)))
-        rows += [{"id": f"noveltybench:{p.pair_id}", "prompt": p.prompt, "generation_0": p.generation_0,
-                  "generation_1": p.generation_1, "similar": p.similar, "source": "noveltybench"}
-                 for p in sample]  # fmt: skip
+        rows += [
+            {
+                "id": f"noveltybench:{p.pair_id}",
+                "prompt": p.prompt,
+                "generation_0": p.generation_0,
+                "generation_1": p.generation_1,
+                "similar": p.similar,
+                "source": "noveltybench",
+            }
+            for p in sample
+        ]
     path = ctx.run / "classifier" / "train-pairs.jsonl"
     atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in rows).encode())
     by_source = {s: sum(r["source"] == s for r in rows) for s in ("judge", "noveltybench")}
-    return {"file": str(path), "pairs": len(rows), "by_source": by_source, "judge_balance": balance,
-            "balance": {str(k): sum(r["similar"] == k for r in rows) for k in (0, 1)}, "fallback": fallback,
-            "fallback_reason": reason,
-            "noveltybench_file": str(BUILTIN_PAIRS["noveltybench"]) if fallback else None}  # fmt: skip
+    return {
+        "file": str(path),
+        "pairs": len(rows),
+        "by_source": by_source,
+        "judge_balance": balance,
+        "balance": {str(k): sum(r["similar"] == k for r in rows) for k in (0, 1)},
+        "fallback": fallback,
+        "fallback_reason": reason,
+        "noveltybench_file": str(BUILTIN_PAIRS["noveltybench"]) if fallback else None,
+    }
 
 
 def classifier(ctx: Context) -> dict[str, Any]:
@@ -152,15 +187,29 @@ def classifier(ctx: Context) -> dict[str, Any]:
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, int | float)}
     del result
     gc.collect()
-    return {"data": data, "preset": c.classifier_preset, "kind": config.kind, "backbone": config.backbone,
-            "max_steps": config.max_steps,
-            "max_tokens_per_response": config.max_tokens_per_response, "validation": metrics,
-            "resumed": resume}  # fmt: skip
+    return {
+        "data": data,
+        "preset": c.classifier_preset,
+        "kind": config.kind,
+        "backbone": config.backbone,
+        "max_steps": config.max_steps,
+        "max_tokens_per_response": config.max_tokens_per_response,
+        "validation": metrics,
+        "resumed": resume,
+    }
 
 
 # -- 5. RL -----------------------------------------------------------------------------------------------------
-STEP_KEYS = ("reward", "darling/quality", "darling/diversity", "darling/distinct_per_group", "darling/classifier_pairs",
-             "darling/classifier_pairs_saved", "loss", "grad_norm")  # fmt: skip
+STEP_KEYS = (
+    "reward",
+    "darling/quality",
+    "darling/diversity",
+    "darling/distinct_per_group",
+    "darling/classifier_pairs",
+    "darling/classifier_pairs_saved",
+    "loss",
+    "grad_norm",
+)
 
 
 def _max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
@@ -203,11 +252,20 @@ def rl(ctx: Context) -> dict[str, Any]:
             shutil.rmtree(target)
             pruned.append(ckpt.name)
     rewarded = sum(1 for s in steps if s.get("reward", 0) != 0)
-    return {"policy": config.policy, "problems": config.problems, "max_steps": config.max_steps,
-            "num_generations": config.num_generations, "max_completion_length": config.max_completion_length,
-            "learning_rate": config.learning_rate, "temperature": config.temperature, "steps": steps,
-            "steps_with_nonzero_reward": rewarded, "max_weight_change": change, "checkpoints_pruned": pruned,
-            "resumed": resumed}  # fmt: skip
+    return {
+        "policy": config.policy,
+        "problems": config.problems,
+        "max_steps": config.max_steps,
+        "num_generations": config.num_generations,
+        "max_completion_length": config.max_completion_length,
+        "learning_rate": config.learning_rate,
+        "temperature": config.temperature,
+        "steps": steps,
+        "steps_with_nonzero_reward": rewarded,
+        "max_weight_change": change,
+        "checkpoints_pruned": pruned,
+        "resumed": resumed,
+    }
 
 
 # -- 6. eval math ----------------------------------------------------------------------------------------------
@@ -227,8 +285,16 @@ def eval_math(ctx: Context) -> dict[str, Any]:
         models[name] = {"n": m["n"], "problems": m["mean"]["problems"], "pass@k": m["mean"]["pass@k"]}
         paths[name], datasets = model, metrics["datasets"]
         ks |= set(metrics["ks"])
-    return {"datasets": datasets, "ks": sorted(ks), "models": models, "model_paths": paths, "n": c.eval_n,
-            "temperature": c.eval_temperature, "max_tokens": c.eval_max_tokens, "paired_seeds": True}  # fmt: skip
+    return {
+        "datasets": datasets,
+        "ks": sorted(ks),
+        "models": models,
+        "model_paths": paths,
+        "n": c.eval_n,
+        "temperature": c.eval_temperature,
+        "max_tokens": c.eval_max_tokens,
+        "paired_seeds": True,
+    }
 
 
 # -- 7. eval novelty -------------------------------------------------------------------------------------------
@@ -243,15 +309,26 @@ def eval_novelty(ctx: Context) -> dict[str, Any]:
         m = evaluate_novelty(config, progress=ctx.progress)
         if m["n_prompts_incomplete"]:
             raise StageFailed(f"eval-novelty: {m['n_prompts_incomplete']} prompts of {name} failed; rerun to retry")
-        results[name] = {"model": model, "n_prompts": m["n_prompts"], "k": m["k"],
-                         "mean_distinct": m["mean_distinct"], "mean_utility": m["mean_utility"],
-                         "mean_quality": m["mean_quality"], "threshold": m["threshold"],
-                         "partition": m["partition"]}  # fmt: skip
+        results[name] = {
+            "model": model,
+            "n_prompts": m["n_prompts"],
+            "k": m["k"],
+            "mean_distinct": m["mean_distinct"],
+            "mean_utility": m["mean_utility"],
+            "mean_quality": m["mean_quality"],
+            "threshold": m["threshold"],
+            "partition": m["partition"],
+        }
         quality = m["quality"]
     return {"models": results, "quality": quality, "prompts": str(prompts), "patience": 0.8}
 
 
 RUNNERS: dict[str, Callable[[Context], dict[str, Any]]] = {
-    "datagen": datagen, "pairs": pairs, "labels": labels, "classifier": classifier, "rl": rl,
-    "eval-math": eval_math, "eval-novelty": eval_novelty,
-}  # fmt: skip
+    "datagen": datagen,
+    "pairs": pairs,
+    "labels": labels,
+    "classifier": classifier,
+    "rl": rl,
+    "eval-math": eval_math,
+    "eval-novelty": eval_novelty,
+}

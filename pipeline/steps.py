@@ -144,29 +144,50 @@ def datagen_step(c: PipelineConfig) -> Step:
     out = c.run / "datagen"
     if c.datagen == "champ":
         return Step(("datagen", "rollouts"), RolloutConfig(output=out, limit=c.datagen_limit), {"import_": "champ"})
-    config = RolloutConfig(problems=c.datagen_problems, output=out, generators=input_files(c)["generators"],
-                           n=c.rollout_n, temperature=c.rollout_temperature, max_tokens=c.rollout_max_tokens,
-                           seed=c.seed, limit=c.datagen_limit,
-                           **_engine(c.rollout_engine, c, c.rollout_tensor_parallel))  # fmt: skip
+    config = RolloutConfig(
+        problems=c.datagen_problems,
+        output=out,
+        generators=input_files(c)["generators"],
+        n=c.rollout_n,
+        temperature=c.rollout_temperature,
+        max_tokens=c.rollout_max_tokens,
+        seed=c.seed,
+        limit=c.datagen_limit,
+        **_engine(c.rollout_engine, c, c.rollout_tensor_parallel),
+    )
     return Step(("datagen", "rollouts"), config)
 
 
 def pairs_step(c: PipelineConfig) -> Step:
     from darling.datagen.config import PairConfig
 
-    config = PairConfig(rollouts=c.run / "datagen", output=c.run / "pairs", cross_model_only=c.cross_model_only,
-                        max_pairs_per_problem=c.pairs_per_problem, seed=c.seed, workers=c.threads or 0)  # fmt: skip
+    config = PairConfig(
+        rollouts=c.run / "datagen",
+        output=c.run / "pairs",
+        cross_model_only=c.cross_model_only,
+        max_pairs_per_problem=c.pairs_per_problem,
+        seed=c.seed,
+        workers=c.threads or 0,
+    )
     return Step(("datagen", "pairs"), config)
 
 
 def labels_step(c: PipelineConfig) -> Step:
     from darling.datagen.config import JudgeConfig
 
-    config = JudgeConfig(pairs=c.run / "pairs", output=c.run / "labels", judge_model=c.judge_model,
-                         prompt_file=input_files(c).get("judge_prompt"), temperature=0.0,
-                         max_tokens=c.judge_max_tokens, structured=c.judge_structured,
-                         max_chars_per_solution=c.judge_max_chars, seed=c.seed, limit=c.judge_limit,
-                         **_engine(c.judge_engine, c, c.judge_tensor_parallel))  # fmt: skip
+    config = JudgeConfig(
+        pairs=c.run / "pairs",
+        output=c.run / "labels",
+        judge_model=c.judge_model,
+        prompt_file=input_files(c).get("judge_prompt"),
+        temperature=0.0,
+        max_tokens=c.judge_max_tokens,
+        structured=c.judge_structured,
+        max_chars_per_solution=c.judge_max_chars,
+        seed=c.seed,
+        limit=c.judge_limit,
+        **_engine(c.judge_engine, c, c.judge_tensor_parallel),
+    )
     return Step(("datagen", "label"), config)
 
 
@@ -186,9 +207,12 @@ def classifier_step(c: PipelineConfig) -> Step:
         overrides["max_tokens_per_response"] = c.classifier_tokens
     if c.classifier_steps is not None:  # a short schedule: warm-up, checkpoints and logs scaled to it
         preset_warmup = ClassifierTrainConfig.preset_values(c.classifier_preset).get("warmup_steps", 10)
-        overrides.update(max_steps=c.classifier_steps, warmup_steps=min(preset_warmup, max(1, c.classifier_steps // 5)),
-                         checkpoint_every_n_steps=max(1, c.classifier_steps // 3),
-                         log_every_n_steps=max(1, min(10, c.classifier_steps // 4)))  # fmt: skip
+        overrides.update(
+            max_steps=c.classifier_steps,
+            warmup_steps=min(preset_warmup, max(1, c.classifier_steps // 5)),
+            checkpoint_every_n_steps=max(1, c.classifier_steps // 3),
+            log_every_n_steps=max(1, min(10, c.classifier_steps // 4)),
+        )
     hardware = {"devices": c.classifier_devices, "strategy": c.classifier_strategy, "threads": c.threads}
     overrides.update({k: v for k, v in hardware.items() if v is not None})
     overrides.update(c.classifier_options)
@@ -205,8 +229,12 @@ RL_RESUME = '$( ls -d "$RUN"/rl/checkpoint-* >/dev/null 2>&1 && echo --resume )'
 def rl_step(c: PipelineConfig, classifier_urls: tuple[str, ...] = ()) -> Step:
     from darling.rl.config import RLTrainConfig
 
-    options = {"max_steps": c.rl_steps, "limit": c.rl_limit, "max_completion_length": c.rl_max_completion_length,
-               "threads": c.threads}  # fmt: skip
+    options = {
+        "max_steps": c.rl_steps,
+        "limit": c.rl_limit,
+        "max_completion_length": c.rl_max_completion_length,
+        "threads": c.threads,
+    }
     overrides = {k: v for k, v in options.items() if v is not None}  # unset: the preset's value
     overrides.update(output=c.run / "rl", classifier=c.run / "classifier", save_steps=c.rl_save_steps, seed=c.seed)
     if classifier_urls:
@@ -221,10 +249,18 @@ def eval_math_steps(c: PipelineConfig) -> dict[str, Step]:
 
     steps = {}
     for name in EVAL_MODELS:
-        config = MathEvalConfig(output=c.run / "eval-math" / name, problems=list(c.eval_problems),
-                                generators=input_files(c)[f"eval_generators:{name}"], n=c.eval_n,
-                                temperature=c.eval_temperature, top_p=0.95, max_tokens=c.eval_max_tokens, seed=c.seed,
-                                limit=c.eval_limit, **_engine(c.eval_engine, c))  # fmt: skip
+        config = MathEvalConfig(
+            output=c.run / "eval-math" / name,
+            problems=list(c.eval_problems),
+            generators=input_files(c)[f"eval_generators:{name}"],
+            n=c.eval_n,
+            temperature=c.eval_temperature,
+            top_p=0.95,
+            max_tokens=c.eval_max_tokens,
+            seed=c.seed,
+            limit=c.eval_limit,
+            **_engine(c.eval_engine, c),
+        )
         steps[name] = Step(("eval", "math"), config)
     return steps
 
@@ -234,10 +270,18 @@ def eval_novelty_steps(c: PipelineConfig) -> dict[str, Step]:
 
     steps = {}
     for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
-        config = NoveltyConfig(output=c.run / "eval-novelty" / name, prompts=str(input_files(c)["novelty_prompts"]),
-                               model=model, k=c.novelty_k, temperature=c.novelty_temperature,
-                               max_tokens=c.novelty_max_tokens, limit=c.novelty_limit, seed=c.seed,
-                               classifier=str(c.run / "classifier"), **_engine(c.novelty_engine, c))  # fmt: skip
+        config = NoveltyConfig(
+            output=c.run / "eval-novelty" / name,
+            prompts=str(input_files(c)["novelty_prompts"]),
+            model=model,
+            k=c.novelty_k,
+            temperature=c.novelty_temperature,
+            max_tokens=c.novelty_max_tokens,
+            limit=c.novelty_limit,
+            seed=c.seed,
+            classifier=str(c.run / "classifier"),
+            **_engine(c.novelty_engine, c),
+        )
         steps[name] = Step(("eval", "novelty"), config)
     return steps
 

@@ -31,8 +31,14 @@ def build_dataset(config: RLTrainConfig):
     problems = [p for p in load_problems(config.problems, limit=config.limit) if p.reference_answer is not None]
     if not problems:
         raise UserInputError(f"{config.problems}: no problems with a reference answer")
-    rows = [{"prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
-             "answer": p.reference_answer, "problem_id": p.problem_id} for p in problems]  # fmt: skip
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
+            "answer": p.reference_answer,
+            "problem_id": p.problem_id,
+        }
+        for p in problems
+    ]
     return Dataset.from_list(rows)
 
 

@@ -90,8 +90,9 @@ class DarlingRewardFunction:
         groups = self.groups(prompts, texts)
         quality = self.quality([prompt_text(p) for p in prompts], texts, kwargs)
         n = self.num_generations
-        result = darling_rewards(groups, [quality[k : k + n] for k in range(0, len(quality), n)],
-                                 self.scorer, self.config)  # fmt: skip
+        result = darling_rewards(
+            groups, [quality[k : k + n] for k in range(0, len(quality), n)], self.scorer, self.config
+        )
         self.last = result
         if log_metric is not None:
             flat = lambda rows: [x for row in rows for x in row]  # noqa: E731

@@ -150,8 +150,12 @@ def score_groups(
     scores: list[dict[str, float]] = [{} for _ in texts]
     for rows, rewards, div, distinct in zip(members, result.rewards, result.diversity, result.distinct, strict=True):
         for row, reward, d in zip(rows, rewards, div, strict=True):
-            scores[row] = {"score": float(reward), "quality": quality[row], "diversity": float(d),
-                           "distinct": float(distinct)}  # fmt: skip
+            scores[row] = {
+                "score": float(reward),
+                "quality": quality[row],
+                "diversity": float(d),
+                "distinct": float(distinct),
+            }
     return scores
 
 
@@ -183,8 +187,14 @@ def compute_score(
 class DarlingRewardManager:
     """verl's legacy reward-manager interface; groups by ``non_tensor_batch["uid"]`` (one uid per prompt)."""
 
-    def __init__(self, tokenizer, num_examine: int = 0, compute_score=None, reward_fn_key: str = "data_source",
-                 **reward_kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        tokenizer,
+        num_examine: int = 0,
+        compute_score=None,
+        reward_fn_key: str = "data_source",
+        **reward_kwargs: Any,
+    ):
         self.tokenizer = tokenizer
         self.reward_fn_key = reward_fn_key
         self.settings = VerlSettings.from_kwargs(reward_kwargs)

@@ -98,8 +98,9 @@ def minilm_bi_export(tmp_path_factory, minilm_path) -> Path:
 
     tmp = tmp_path_factory.mktemp("minilm-bi-export")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(40))
-    cfg = build_config("cpu", overrides=dict(kind="bi-encoder", max_steps=2, max_tokens_per_response=32,
-                                             freeze_layers=0, threads=1))  # fmt: skip
+    cfg = build_config(
+        "cpu", overrides=dict(kind="bi-encoder", max_steps=2, max_tokens_per_response=32, freeze_layers=0, threads=1)
+    )
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
 

@@ -26,8 +26,17 @@ from darling.rl.partition import partition_texts
 
 
 def bi_config(backbone, **overrides):
-    base = dict(kind="bi-encoder", backbone=str(backbone), max_steps=3, batch_size=8, max_tokens_per_response=24,
-                val_fraction=0.25, learning_rate=1e-3, freeze_layers=0, warmup_steps=0)  # fmt: skip
+    base = dict(
+        kind="bi-encoder",
+        backbone=str(backbone),
+        max_steps=3,
+        batch_size=8,
+        max_tokens_per_response=24,
+        val_fraction=0.25,
+        learning_rate=1e-3,
+        freeze_layers=0,
+        warmup_steps=0,
+    )
     return build_config("cpu", overrides={**base, **overrides})
 
 
@@ -73,8 +82,9 @@ def _bi_grads(backbone, batch_size, accumulate):
     cfg = BertConfig.from_pretrained(backbone, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BiEncoder(BertModel(cfg), "mean", scale=5.0, bias=-2.0)
     pairs = [LabelledPair(f"p{i}", f"text number {i}", "same words here" * (1 + i % 2), int(i == 0)) for i in range(4)]
-    dm = TextPairDataModule(TextEncoder(load_tokenizer(str(backbone)), 16), pairs, pairs[:2], batch_size,
-                            bucket_by_length=False)  # fmt: skip
+    dm = TextPairDataModule(
+        TextEncoder(load_tokenizer(str(backbone)), 16), pairs, pairs[:2], batch_size, bucket_by_length=False
+    )
     config = build_config("cpu", overrides={"kind": "bi-encoder", "warmup_steps": 0, "freeze_layers": 0})
     module = BiEncoderModule(model, config, weights=[4 / 6, 4 / 2])
     grads = {}
@@ -83,9 +93,17 @@ def _bi_grads(backbone, batch_size, accumulate):
         def on_before_optimizer_step(self, trainer, pl_module, optimizer):
             grads.update({n: p.grad.clone() for n, p in pl_module.named_parameters() if p.grad is not None})
 
-    trainer = L.Trainer(max_steps=1, accumulate_grad_batches=accumulate, callbacks=[Grab()], logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
-                        accelerator="cpu", use_distributed_sampler=False)  # fmt: skip
+    trainer = L.Trainer(
+        max_steps=1,
+        accumulate_grad_batches=accumulate,
+        callbacks=[Grab()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        limit_val_batches=0,
+        accelerator="cpu",
+        use_distributed_sampler=False,
+    )
     trainer.fit(module, datamodule=dm)
     return grads
 
@@ -230,8 +248,14 @@ def test_zero_shot_default_budget_fits_a_roberta_family_encoder(tmp_path, minilm
     from darling.classifier.zero_shot import zero_shot_classifier
 
     torch.manual_seed(0)
-    config = MPNetConfig(vocab_size=30527, hidden_size=64, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=128, max_position_embeddings=34)  # fmt: skip
+    config = MPNetConfig(
+        vocab_size=30527,
+        hidden_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=34,
+    )
     MPNetModel(config).save_pretrained(tmp_path / "mpnet")
     AutoTokenizer.from_pretrained(minilm_path).save_pretrained(tmp_path / "mpnet")
     long_text = " ".join(f"word{i}" for i in range(200))

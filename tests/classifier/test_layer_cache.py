@@ -40,16 +40,28 @@ def _first_step_grads(backbone_dir, cache: bool):
     config = build_config("cpu", overrides={"kind": "bi-encoder", "warmup_steps": 0, "freeze_layers": 1})
     module = BiEncoderModule(model, config)
     assert can_cache(model.backbone, 1)
-    dm = TextPairDataModule(TextEncoder(load_tokenizer(str(backbone_dir)), 16), pairs, pairs[:2], 4,
-                            cache=(model.backbone, 1) if cache else None)  # fmt: skip
+    dm = TextPairDataModule(
+        TextEncoder(load_tokenizer(str(backbone_dir)), 16),
+        pairs,
+        pairs[:2],
+        4,
+        cache=(model.backbone, 1) if cache else None,
+    )
     grads = {}
 
     class Grab(L.Callback):
         def on_before_optimizer_step(self, trainer, pl_module, optimizer):
             grads.update({n: p.grad.clone() for n, p in pl_module.named_parameters() if p.grad is not None})
 
-    L.Trainer(max_steps=1, callbacks=[Grab()], logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              limit_val_batches=0, accelerator="cpu").fit(module, datamodule=dm)  # fmt: skip
+    L.Trainer(
+        max_steps=1,
+        callbacks=[Grab()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        limit_val_batches=0,
+        accelerator="cpu",
+    ).fit(module, datamodule=dm)
     return grads
 
 

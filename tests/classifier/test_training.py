@@ -198,8 +198,9 @@ def test_ddp_on_two_cpu_processes(tmp_path, minilm_path):
 
     script = SCRIPTS / "ddp_script.py"
     env = {**os.environ, "PYTHONPATH": f"{script.parent}:{SUPPORT}", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
-                         timeout=300)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     results = sorted(json.loads(line[7:])["exported"] for line in run.stdout.splitlines() if line.startswith("RESULT"))
     assert results == [False, True]  # both ranks finished; only rank 0 exported
@@ -225,9 +226,16 @@ def test_bf16_mixed_precision_trains_and_exports_fp32(tmp_path, tiny_bert_dir):
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(24))
     cfg = build_config(
         "cpu-cross",
-        overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8, max_tokens_per_response=12,
-                       precision="bf16-mixed", freeze_layers=0, val_fraction=0.25),
-    )  # fmt: skip
+        overrides=dict(
+            backbone=str(tiny_bert_dir),
+            max_steps=2,
+            batch_size=8,
+            max_tokens_per_response=12,
+            precision="bf16-mixed",
+            freeze_layers=0,
+            val_fraction=0.25,
+        ),
+    )
     result = train_classifier(cfg, data, tmp_path / "clf", progress=False)
     clf = EquivalenceClassifier.from_pretrained(result.output)
     assert next(clf.model.parameters()).dtype == torch.float32

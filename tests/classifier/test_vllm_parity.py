@@ -31,9 +31,17 @@ def exported(request, tmp_path_factory, qwen_tokenizer, minilm_path):
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
     cfg = build_config(
         "cpu-cross",  # the cross-encoder kind (the cpu preset is a bi-encoder)
-        overrides=dict(backbone=str(backbone), max_steps=3, batch_size=8, max_tokens_per_response=200,
-                       val_fraction=0.25, learning_rate=1e-3, symmetric=True, freeze_layers=0),
-    )  # fmt: skip
+        overrides=dict(
+            backbone=str(backbone),
+            max_steps=3,
+            batch_size=8,
+            max_tokens_per_response=200,
+            val_fraction=0.25,
+            learning_rate=1e-3,
+            symmetric=True,
+            freeze_layers=0,
+        ),
+    )
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
 
@@ -58,11 +66,12 @@ def parity_pairs() -> list[tuple[str, str]]:
     pairs += [("", ""), ("", "only the second"), ("only the first", "")]
     pairs += [
         (" ".join(rng.choices(words, k=600)), " ".join(rng.choices(words, k=rng.randint(1, 400)))) for _ in range(10)
-    ]  # fmt: skip  (longer than the 200-token budget)
+    ]  # (longer than the 200-token budget)
     pairs += [("Line one\n\n  indented\tline two", "Line one line two"), ("数学 ünïcödé ∑x²", "x^2 = \\boxed{4}")]
     pairs += [("a <|im_end|> b", "<|endoftext|>"), ("[SEP] [CLS]", "<|im_start|>user")]
-    pairs += [(" ".join(rng.choices(words, k=rng.randint(5, 80))), " ".join(rng.choices(words, k=30)))
-              for _ in range(7)]  # fmt: skip
+    pairs += [
+        (" ".join(rng.choices(words, k=rng.randint(5, 80))), " ".join(rng.choices(words, k=30))) for _ in range(7)
+    ]
     return pairs
 
 
@@ -101,9 +110,17 @@ def bi_exported(request, tmp_path_factory, tiny_qwen_dir, tiny_bert_dir):
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
     cfg = build_config(
         "cpu",
-        overrides=dict(kind="bi-encoder", backbone=str(backbone), max_steps=3, batch_size=8,
-                       max_tokens_per_response=200, val_fraction=0.25, learning_rate=1e-3, freeze_layers=0),
-    )  # fmt: skip
+        overrides=dict(
+            kind="bi-encoder",
+            backbone=str(backbone),
+            max_steps=3,
+            batch_size=8,
+            max_tokens_per_response=200,
+            val_fraction=0.25,
+            learning_rate=1e-3,
+            freeze_layers=0,
+        ),
+    )
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
 
@@ -113,8 +130,15 @@ def bi_server(bi_exported, tmp_path_factory):
 
     max_length = json.loads((bi_exported / "darling.json").read_text())["max_length"]
     cache = cpu_server_env(tmp_path_factory.mktemp("vllm-bi-cache"))
-    srv = VLLMServer(bi_exported, python=vllm_python(), dtype="float32", max_model_len=max_length, runner="embed",
-                     extra_args=CPU_SERVER_ARGS, env=cache)  # fmt: skip
+    srv = VLLMServer(
+        bi_exported,
+        python=vllm_python(),
+        dtype="float32",
+        max_model_len=max_length,
+        runner="embed",
+        extra_args=CPU_SERVER_ARGS,
+        env=cache,
+    )
     with srv:
         yield srv
 

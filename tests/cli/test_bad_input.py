@@ -26,16 +26,30 @@ NOT_UTF8 = "caf\udce9"  # written with surrogateescape: the Latin-1 byte 0xe9, i
 # kind -> (good record, field removed for "missing field", (field, bad value), messages for missing / wrong type /
 # empty / folder)
 KINDS = {
-    "pairs": (GOOD_PAIR, "similar", ("generation_0", 3),
-              ("missing field 'similar'", "field 'generation_0' must be a string", "no pairs found",
-               "unsupported pair file")),
-    "problems": (GOOD_PROBLEM, "problem", ("problem", 3),
-                 ("no problem field", "field 'problem' must be a string", "no problems found",
-                  "unsupported problem file")),
-    "prompts": (GOOD_PROMPT, "prompt", ("prompt", 3),
-                ("missing field 'prompt'", "field 'prompt' must be a non-empty string", "no prompts found",
-                 "unsupported problem file")),
-}  # fmt: skip
+    "pairs": (
+        GOOD_PAIR,
+        "similar",
+        ("generation_0", 3),
+        ("missing field 'similar'", "field 'generation_0' must be a string", "no pairs found", "unsupported pair file"),
+    ),
+    "problems": (
+        GOOD_PROBLEM,
+        "problem",
+        ("problem", 3),
+        ("no problem field", "field 'problem' must be a string", "no problems found", "unsupported problem file"),
+    ),
+    "prompts": (
+        GOOD_PROMPT,
+        "prompt",
+        ("prompt", 3),
+        (
+            "missing field 'prompt'",
+            "field 'prompt' must be a non-empty string",
+            "no prompts found",
+            "unsupported problem file",
+        ),
+    ),
+}
 
 
 def _line(record: dict) -> bytes:
@@ -136,10 +150,25 @@ def missing_file(tmp: Path, kind: str):
     return path, [str(path), "not found"]
 
 
-RECORD_FILES: dict[str, Callable] = {f.__name__: f for f in (
-    not_utf8, not_utf8_gz, truncated_gz, not_gzip, broken_json, missing_field, wrong_type, not_an_object,
-    empty_file, fake_parquet, parquet_missing_field, folder, damaged_dataset_folder, missing_file,
-)}  # fmt: skip
+RECORD_FILES: dict[str, Callable] = {
+    f.__name__: f
+    for f in (
+        not_utf8,
+        not_utf8_gz,
+        truncated_gz,
+        not_gzip,
+        broken_json,
+        missing_field,
+        wrong_type,
+        not_an_object,
+        empty_file,
+        fake_parquet,
+        parquet_missing_field,
+        folder,
+        damaged_dataset_folder,
+        missing_file,
+    )
+}
 # On every other command of the same kind: the two the issue found (one process start each costs seconds).
 SOME = ("not_utf8", "truncated_gz")
 MORE = {"eval math --problems": ("broken_json", "fake_parquet")}
@@ -156,23 +185,69 @@ def good_problems(tmp: Path) -> Path:
 
 RECORD_COMMANDS = {
     "train-classifier --data": ("pairs", lambda t, f, o: ["train-classifier", "--data", f, "--output", o]),
-    "train-classifier --val": ("pairs", lambda t, f, o: ["train-classifier", "--data", good_pairs(t), "--val", f,
-                                                         "--output", o]),
-    "train-classifier --test": ("pairs", lambda t, f, o: ["train-classifier", "--data", good_pairs(t), "--test", f,
-                                                          "--output", o]),
-    "eval classifier --data": ("pairs", lambda t, f, o: ["eval", "classifier", "--model", t / "clf", "--data", f,
-                                                         "--output", o]),
-    "eval classifier --fit-data": ("pairs", lambda t, f, o: ["eval", "classifier", "--zero-shot", "packaged:x",
-                                                             "--fit-data", f, "--data", good_pairs(t), "--output", o]),
-    "datagen rollouts --problems": ("problems", lambda t, f, o: ["datagen", "rollouts", "--problems", f, "--model",
-                                                                 "smollm2", "--output", o]),
-    "eval math --problems": ("problems", lambda t, f, o: ["eval", "math", "--problems", "arithmetic", "--problems", f,
-                                                          "--model", "smollm2", "--output", o]),
-    "rl-train --problems": ("problems", lambda t, f, o: ["rl-train", "--no-diversity", "--problems", f,
-                                                         "--output", o]),
-    "eval novelty --prompts": ("prompts", lambda t, f, o: ["eval", "novelty", "--prompts", f, "--model", "smollm2",
-                                                           "--classifier", t / "clf", "--output", o]),
-}  # fmt: skip
+    "train-classifier --val": (
+        "pairs",
+        lambda t, f, o: ["train-classifier", "--data", good_pairs(t), "--val", f, "--output", o],
+    ),
+    "train-classifier --test": (
+        "pairs",
+        lambda t, f, o: ["train-classifier", "--data", good_pairs(t), "--test", f, "--output", o],
+    ),
+    "eval classifier --data": (
+        "pairs",
+        lambda t, f, o: ["eval", "classifier", "--model", t / "clf", "--data", f, "--output", o],
+    ),
+    "eval classifier --fit-data": (
+        "pairs",
+        lambda t, f, o: [
+            "eval",
+            "classifier",
+            "--zero-shot",
+            "packaged:x",
+            "--fit-data",
+            f,
+            "--data",
+            good_pairs(t),
+            "--output",
+            o,
+        ],
+    ),
+    "datagen rollouts --problems": (
+        "problems",
+        lambda t, f, o: ["datagen", "rollouts", "--problems", f, "--model", "smollm2", "--output", o],
+    ),
+    "eval math --problems": (
+        "problems",
+        lambda t, f, o: [
+            "eval",
+            "math",
+            "--problems",
+            "arithmetic",
+            "--problems",
+            f,
+            "--model",
+            "smollm2",
+            "--output",
+            o,
+        ],
+    ),
+    "rl-train --problems": ("problems", lambda t, f, o: ["rl-train", "--no-diversity", "--problems", f, "--output", o]),
+    "eval novelty --prompts": (
+        "prompts",
+        lambda t, f, o: [
+            "eval",
+            "novelty",
+            "--prompts",
+            f,
+            "--model",
+            "smollm2",
+            "--classifier",
+            t / "clf",
+            "--output",
+            o,
+        ],
+    ),
+}
 FIRST_OF_KIND = {"train-classifier --data", "datagen rollouts --problems", "eval novelty --prompts"}
 RECORD_CASES = [
     pytest.param(command, name, id=f"{command} | {name}")
@@ -181,7 +256,7 @@ RECORD_CASES = [
     if command in FIRST_OF_KIND or name in SOME or name in MORE.get(command, ())
     # rl-train reads only the first --limit problems (32 in its cpu preset), so a file cut after them is fine
     if (command, name) != ("rl-train --problems", "truncated_gz")
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("command", "malformed"), RECORD_CASES)

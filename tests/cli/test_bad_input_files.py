@@ -88,8 +88,19 @@ def eval_math(tmp: Path, gens: Path) -> list:
 
 
 def label(tmp: Path, pairs: Path, *extra) -> list:
-    return ["datagen", "label", "--pairs", pairs, "--judge-model", "j", "--base-url", "http://127.0.0.1:9/v1",
-            "--output", tmp / "out", *extra]  # fmt: skip
+    return [
+        "datagen",
+        "label",
+        "--pairs",
+        pairs,
+        "--judge-model",
+        "j",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--output",
+        tmp / "out",
+        *extra,
+    ]
 
 
 def train(tmp: Path, config: Path) -> list:
@@ -103,124 +114,220 @@ def eval_clf(tmp: Path, model: Path, *extra) -> list:
 OTHER_CASES: dict[str, Callable[[Path], tuple[list, list[str]]]] = {
     # --generators (datagen rollouts, eval math): TOML/JSON/YAML, each entry checked before anything runs
     "rollouts --generators | entry without model": lambda t: (
-        rollouts(t, g := write(t, "g.toml", '[[generators]]\nname = "a"\n')), [str(g), "generators[0]", "'model'"]),
+        rollouts(t, g := write(t, "g.toml", '[[generators]]\nname = "a"\n')),
+        [str(g), "generators[0]", "'model'"],
+    ),
     "rollouts --generators | TOML does not parse": lambda t: (
-        rollouts(t, g := write(t, "g.toml", '[[generators]\nname = "a"\n')), [str(g), "not valid TOML"]),
+        rollouts(t, g := write(t, "g.toml", '[[generators]\nname = "a"\n')),
+        [str(g), "not valid TOML"],
+    ),
     "rollouts --generators | JSON does not parse": lambda t: (
-        rollouts(t, g := write(t, "g.json", '{"generators": [\n  {"name": "a",}\n]}')), [f"{g}:2", "not valid JSON"]),
+        rollouts(t, g := write(t, "g.json", '{"generators": [\n  {"name": "a",}\n]}')),
+        [f"{g}:2", "not valid JSON"],
+    ),
     "rollouts --generators | YAML does not parse": lambda t: (
-        rollouts(t, g := write(t, "g.yaml", "generators:\n  - name: a\n    model: [b\n")), [str(g), "not valid YAML"]),
+        rollouts(t, g := write(t, "g.yaml", "generators:\n  - name: a\n    model: [b\n")),
+        [str(g), "not valid YAML"],
+    ),
     "rollouts --generators | not UTF-8": lambda t: (
         rollouts(t, g := write(t, "g.toml", b'[[generators]]\nname = "caf\xe9"\nmodel = "m"\n')),
-        [f"{g}:2", "not UTF-8"]),
+        [f"{g}:2", "not UTF-8"],
+    ),
     "rollouts --generators | wrong type": lambda t: (
         rollouts(t, g := write(t, "g.toml", '[[generators]]\nname = "a"\nmodel = "m"\nn = "four"\n')),
-        [str(g), "generators[0]", "field 'n'"]),
+        [str(g), "generators[0]", "field 'n'"],
+    ),
     "rollouts --generators | out of range": lambda t: (
         rollouts(t, g := write(t, "g.json", json.dumps({"generators": [{"name": "a", "model": "m", "top_p": 2}]}))),
-        [str(g), "generators[0]", "field 'top_p'"]),
+        [str(g), "generators[0]", "field 'top_p'"],
+    ),
     "rollouts --generators | template without {problem}": lambda t: (
-        rollouts(t, g := write(t, "g.json", json.dumps({"generators": [{"name": "a", "model": "m",
-                                                                        "user_template": "Solve it."}]}))),
-        [str(g), "generators[0]", "user_template"]),  # fmt: skip
+        rollouts(
+            t,
+            g := write(
+                t, "g.json", json.dumps({"generators": [{"name": "a", "model": "m", "user_template": "Solve it."}]})
+            ),
+        ),
+        [str(g), "generators[0]", "user_template"],
+    ),
     "rollouts --generators | no list": lambda t: (
-        rollouts(t, g := write(t, "g.json", '{"models": []}')), [str(g), "'generators'"]),
+        rollouts(t, g := write(t, "g.json", '{"models": []}')),
+        [str(g), "'generators'"],
+    ),
     "rollouts --generators | a folder": lambda t: (rollouts(t, g := mkdir(t / "g.toml")), [str(g), "is a folder"]),
     "rollouts --generators | missing": lambda t: (
-        rollouts(t, t / "none.toml"), [str(t / "none.toml"), "no such generator config"]),
+        rollouts(t, t / "none.toml"),
+        [str(t / "none.toml"), "no such generator config"],
+    ),
     "rollouts --model | no such local model": lambda t: (
-        ["datagen", "rollouts", "--problems", good_problems(t), "--model", str(t / "no-model"), "--output",
-         t / "out"], [str(t / "no-model"), "cannot load the model"]),  # fmt: skip
+        ["datagen", "rollouts", "--problems", good_problems(t), "--model", str(t / "no-model"), "--output", t / "out"],
+        [str(t / "no-model"), "cannot load the model"],
+    ),
     "eval math --generators | entry without model": lambda t: (
-        eval_math(t, g := write(t, "g.toml", '[[generators]]\nname = "a"\n')), [str(g), "generators[0]", "'model'"]),
+        eval_math(t, g := write(t, "g.toml", '[[generators]]\nname = "a"\n')),
+        [str(g), "generators[0]", "'model'"],
+    ),
     "eval math --generators | not UTF-8": lambda t: (
         eval_math(t, g := write(t, "g.json", b'{"generators": [{"name": "caf\xe9", "model": "m"}]}')),
-        [f"{g}:1", "not UTF-8"]),
+        [f"{g}:1", "not UTF-8"],
+    ),
     "eval math --model | no such local model": lambda t: (
-        ["eval", "math", "--problems", "arithmetic", "--limit", "1", "--model", f"x={t / 'no-model'}", "--output",
-         t / "out"], [str(t / "no-model"), "cannot load the model"]),  # fmt: skip
+        [
+            "eval",
+            "math",
+            "--problems",
+            "arithmetic",
+            "--limit",
+            "1",
+            "--model",
+            f"x={t / 'no-model'}",
+            "--output",
+            t / "out",
+        ],
+        [str(t / "no-model"), "cannot load the model"],
+    ),
     # --config (train-classifier): JSON or TOML
     "train-classifier --config | TOML does not parse": lambda t: (
-        train(t, c := write(t, "c.toml", "epochs = \n")), [str(c), "not valid TOML"]),
+        train(t, c := write(t, "c.toml", "epochs = \n")),
+        [str(c), "not valid TOML"],
+    ),
     "train-classifier --config | JSON does not parse": lambda t: (
-        train(t, c := write(t, "c.json", '{"epochs": 1,}')), [f"{c}:1", "not valid JSON"]),
+        train(t, c := write(t, "c.json", '{"epochs": 1,}')),
+        [f"{c}:1", "not valid JSON"],
+    ),
     "train-classifier --config | not UTF-8": lambda t: (
-        train(t, c := write(t, "c.toml", b"# caf\xe9\nepochs = 1\n")), [f"{c}:1", "not UTF-8"]),
+        train(t, c := write(t, "c.toml", b"# caf\xe9\nepochs = 1\n")),
+        [f"{c}:1", "not UTF-8"],
+    ),
     "train-classifier --config | wrong type": lambda t: (
-        train(t, c := write(t, "c.toml", "epochs = [3]\n")), [str(c), "option 'epochs'"]),
+        train(t, c := write(t, "c.toml", "epochs = [3]\n")),
+        [str(c), "option 'epochs'"],
+    ),
     "train-classifier --config | not a table": lambda t: (
-        train(t, c := write(t, "c.json", "[1, 2]")), [str(c), "expected a table/object"]),
+        train(t, c := write(t, "c.json", "[1, 2]")),
+        [str(c), "expected a table/object"],
+    ),
     "train-classifier --config | unknown option": lambda t: (
-        train(t, c := write(t, "c.toml", "epoch = 1\n")), [str(c), "unknown option 'epoch'"]),
+        train(t, c := write(t, "c.toml", "epoch = 1\n")),
+        [str(c), "unknown option 'epoch'"],
+    ),
     "train-classifier --config | a folder": lambda t: (train(t, c := mkdir(t / "c.toml")), [str(c), "is a folder"]),
     # exports (eval classifier --model/--compare, serve-classifier, eval novelty, rl-train --classifier)
     "eval classifier --model | no darling.json": lambda t: (
-        eval_clf(t, m := export_dir(t, None)), [str(m), "no darling.json"]),
+        eval_clf(t, m := export_dir(t, None)),
+        [str(m), "no darling.json"],
+    ),
     "eval classifier --model | darling.json does not parse": lambda t: (
-        eval_clf(t, m := export_dir(t, '{"kind": "cross-encoder",\n')), [str(m / "darling.json"), "not valid JSON"]),
+        eval_clf(t, m := export_dir(t, '{"kind": "cross-encoder",\n')),
+        [str(m / "darling.json"), "not valid JSON"],
+    ),
     "eval classifier --model | darling.json not an object": lambda t: (
-        eval_clf(t, m := export_dir(t, "[]")), [str(m / "darling.json"), "expected a JSON object"]),
+        eval_clf(t, m := export_dir(t, "[]")),
+        [str(m / "darling.json"), "expected a JSON object"],
+    ),
     "eval classifier --model | darling.json not UTF-8": lambda t: (
-        eval_clf(t, m := export_dir(t, b'{"backbone": "caf\xe9"}')), [f"{m / 'darling.json'}:1", "not UTF-8"]),
+        eval_clf(t, m := export_dir(t, b'{"backbone": "caf\xe9"}')),
+        [f"{m / 'darling.json'}:1", "not UTF-8"],
+    ),
     "eval classifier --model | darling.json without threshold": lambda t: (
         eval_clf(t, m := export_dir(t, json.dumps({k: v for k, v in GOOD_META.items() if k != "threshold"}))),
-        [str(m / "darling.json"), "missing field 'threshold'"]),
+        [str(m / "darling.json"), "missing field 'threshold'"],
+    ),
     "eval classifier --model | darling.json of an unknown kind": lambda t: (
         eval_clf(t, m := export_dir(t, json.dumps({**GOOD_META, "kind": "tri-encoder"}))),
-        [str(m / "darling.json"), "field 'kind'"]),
+        [str(m / "darling.json"), "field 'kind'"],
+    ),
     "eval classifier --model | a file": lambda t: (
-        eval_clf(t, m := write(t, "model.bin", b"\0")), [str(m), "not a darling classifier export"]),
+        eval_clf(t, m := write(t, "model.bin", b"\0")),
+        [str(m), "not a darling classifier export"],
+    ),
     "eval classifier --compare | not an export": lambda t: (
         eval_clf(t, export_dir(t, json.dumps(GOOD_META)), "--compare", m := write(t, "other", b"")),
-        [str(m), "not a darling classifier export"]),
+        [str(m), "not a darling classifier export"],
+    ),
     "serve-classifier --model | no darling.json": lambda t: (
-        ["serve-classifier", "--model", m := export_dir(t, None), "--cpu"], [str(m), "no darling.json"]),
+        ["serve-classifier", "--model", m := export_dir(t, None), "--cpu"],
+        [str(m), "no darling.json"],
+    ),
     "serve-classifier --model | darling.json not an object": lambda t: (
         ["serve-classifier", "--model", m := export_dir(t, '"clf"'), "--cpu"],
-        [str(m / "darling.json"), "expected a JSON object"]),
+        [str(m / "darling.json"), "expected a JSON object"],
+    ),
     "eval novelty --classifier | darling.json not an object": lambda t: (
-        ["eval", "novelty", "--prompts", write_jsonl(t / "p.jsonl", [GOOD_PROMPT]), "--model", "smollm2",
-         "--classifier", m := export_dir(t, "[]"), "--output", t / "out"],
-        [str(m / "darling.json"), "expected a JSON object"]),  # fmt: skip
+        [
+            "eval",
+            "novelty",
+            "--prompts",
+            write_jsonl(t / "p.jsonl", [GOOD_PROMPT]),
+            "--model",
+            "smollm2",
+            "--classifier",
+            m := export_dir(t, "[]"),
+            "--output",
+            t / "out",
+        ],
+        [str(m / "darling.json"), "expected a JSON object"],
+    ),
     "rl-train --classifier | no darling.json": lambda t: (
-        ["rl-train", "--classifier", m := export_dir(t, None), "--output", t / "out"], [str(m), "no darling.json"]),
+        ["rl-train", "--classifier", m := export_dir(t, None), "--output", t / "out"],
+        [str(m), "no darling.json"],
+    ),
     # rollouts folders (datagen pairs --rollouts)
     "pairs --rollouts | missing": lambda t: (
-        ["datagen", "pairs", "--rollouts", t / "none", "--output", t / "out"], [str(t / "none"), "no such"]),
+        ["datagen", "pairs", "--rollouts", t / "none", "--output", t / "out"],
+        [str(t / "none"), "no such"],
+    ),
     "pairs --rollouts | a file": lambda t: (
         ["datagen", "pairs", "--rollouts", r := write(t, "r.parquet", b"x"), "--output", t / "out"],
-        [str(r), "no such"]),
+        [str(r), "no such"],
+    ),
     "pairs --rollouts | a shard that is not Parquet": lambda t: (
         ["datagen", "pairs", "--rollouts", r := rollout_shard(t, b"not parquet"), "--output", t / "out"],
-        [str(r / "part-000000.parquet"), "not a shard"]),
+        [str(r / "part-000000.parquet"), "not a shard"],
+    ),
     "pairs --rollouts | a shard without the columns": lambda t: (
         ["datagen", "pairs", "--rollouts", r := rollout_shard(t, pl.DataFrame({"x": [1]})), "--output", t / "out"],
-        [str(r / "part-000000.parquet"), "not a shard"]),
+        [str(r / "part-000000.parquet"), "not a shard"],
+    ),
     "pairs --rollouts | empty folder": lambda t: (
         ["datagen", "pairs", "--rollouts", r := mkdir(t / "r"), "--output", t / "out"],
-        [str(r), "no usable responses"]),
+        [str(r), "no usable responses"],
+    ),
     # pairs for the judge (datagen label --pairs) and its template (--prompt-file)
     "label --pairs | missing": lambda t: (label(t, t / "none.parquet"), [str(t / "none.parquet"), "no such pairs"]),
     "label --pairs | not Parquet": lambda t: (
-        label(t, p := write(t, "pairs.parquet", b"PAR")), [str(p), "cannot read Parquet"]),
+        label(t, p := write(t, "pairs.parquet", b"PAR")),
+        [str(p), "cannot read Parquet"],
+    ),
     "label --pairs | folder without pairs.parquet": lambda t: (
-        label(t, p := mkdir(t / "pairs")), [str(p / "pairs.parquet"), "no such"]),
+        label(t, p := mkdir(t / "pairs")),
+        [str(p / "pairs.parquet"), "no such"],
+    ),
     "label --pairs | missing column": lambda t: (
         label(t, p := parquet(t / "p.parquet", pl.DataFrame({"pair_id": ["a"]}))),
-        [str(p), "missing field 'problem_id'"]),
+        [str(p), "missing field 'problem_id'"],
+    ),
     "label --pairs | text of the wrong type": lambda t: (
         label(t, p := judge_pairs(t, generation_0=7)),
-        [f"{p}: row 0", "field 'generation_0' must be a string, got int"]),
+        [f"{p}: row 0", "field 'generation_0' must be a string, got int"],
+    ),
     "label --pairs | null pair id": lambda t: (
-        label(t, p := judge_pairs(t, pair_id=None)), [f"{p}: row 0", "field 'pair_id'"]),
+        label(t, p := judge_pairs(t, pair_id=None)),
+        [f"{p}: row 0", "field 'pair_id'"],
+    ),
     "label --prompt-file | not UTF-8": lambda t: (
         label(t, judge_pairs(t), "--prompt-file", f := write(t, "prompt.txt", b"{problem}\n\xff{solution_1}")),
-        [f"{f}:2", "not UTF-8"]),
+        [f"{f}:2", "not UTF-8"],
+    ),
     "label --prompt-file | a folder": lambda t: (
-        label(t, judge_pairs(t), "--prompt-file", f := mkdir(t / "prompt.txt")), [str(f), "is a folder"]),
+        label(t, judge_pairs(t), "--prompt-file", f := mkdir(t / "prompt.txt")),
+        [str(f), "is a folder"],
+    ),
     "label --prompt-file | missing": lambda t: (
-        label(t, judge_pairs(t), "--prompt-file", t / "none.txt"), [str(t / "none.txt"), "no such prompt file"]),
-}  # fmt: skip
+        label(t, judge_pairs(t), "--prompt-file", t / "none.txt"),
+        [str(t / "none.txt"), "no such prompt file"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", OTHER_CASES)
@@ -243,8 +350,17 @@ def test_report_only_run_on_an_empty_output_writes_nothing(tmp_path):
 def test_a_generator_entry_may_set_every_field(tmp_path):
     from darling.datagen.rollouts import GeneratorSpec, load_generator_config
 
-    full = {"name": "a", "model": "m", "system_prompt": None, "user_template": "Q: {problem}", "prompt_setting": "s",
-            "n": 2, "temperature": 1, "top_p": 0.9, "max_tokens": 8}  # fmt: skip
+    full = {
+        "name": "a",
+        "model": "m",
+        "system_prompt": None,
+        "user_template": "Q: {problem}",
+        "prompt_setting": "s",
+        "n": 2,
+        "temperature": 1,
+        "top_p": 0.9,
+        "max_tokens": 8,
+    }
     assert set(full) == set(GeneratorSpec.__dataclass_fields__)  # a new field needs its check in the loader
     (spec,) = load_generator_config(write(tmp_path, "g.yaml", json.dumps({"generators": [full]})))
     assert spec == GeneratorSpec(**full)

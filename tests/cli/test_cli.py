@@ -45,9 +45,21 @@ def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_p
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(40))
     out = tmp_path / "clf"
     result = darling(
-        "train-classifier", "--preset", "cpu", "--data", data, "--output", out,
-        "--max-steps", "3", "--set", "max_tokens_per_response=24", "--threads", "2", "--no-progress",
-    )  # fmt: skip
+        "train-classifier",
+        "--preset",
+        "cpu",
+        "--data",
+        data,
+        "--output",
+        out,
+        "--max-steps",
+        "3",
+        "--set",
+        "max_tokens_per_response=24",
+        "--threads",
+        "2",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr
     assert "exported" in result.stdout
     meta = json.loads((out / "darling.json").read_text())
@@ -90,6 +102,11 @@ def test_eval_classifier_flags_reach_its_config(tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
         config = seen.pop()
         assert (config.model, config.data, config.symmetric, config.threshold, config.batch_size) == (
-            tmp_path, "d.jsonl", symmetric, 0.3, 4)  # fmt: skip
+            tmp_path,
+            "d.jsonl",
+            symmetric,
+            0.3,
+            4,
+        )
     with pytest.raises(UserInputError, match="--fit-data"):
         ClassifierEvalConfig(data="d", output=tmp_path, zero_shot="packaged:all-MiniLM-L6-v2")

@@ -109,12 +109,24 @@ def test_engine_settings_become_the_chosen_engines_options():
     from darling.datagen.config import JudgeConfig, RolloutConfig
     from darling.evals.config import MathEvalConfig, NoveltyConfig
 
-    settings = dict(base_url="http://x/v1", api_key_env="K", concurrency=3, timeout=9.0, max_retries=0,
-                    tensor_parallel_size=2, threads=1)  # fmt: skip
+    settings = dict(
+        base_url="http://x/v1",
+        api_key_env="K",
+        concurrency=3,
+        timeout=9.0,
+        max_retries=0,
+        tensor_parallel_size=2,
+        threads=1,
+    )
     assert engine_options(EngineConfig(**settings)) == {"threads": 1}
     assert engine_options(EngineConfig(engine="vllm", **settings)) == {"tensor_parallel_size": 2}
     assert engine_options(EngineConfig(engine="openai", **settings)) == {
-        "base_url": "http://x/v1", "api_key_env": "K", "concurrency": 3, "timeout": 9.0, "max_retries": 0}  # fmt: skip
+        "base_url": "http://x/v1",
+        "api_key_env": "K",
+        "concurrency": 3,
+        "timeout": 9.0,
+        "max_retries": 0,
+    }
     assert build_engine(EngineConfig(engine="openai", base_url="http://x/v1")).url == "http://x/v1/chat/completions"
     with pytest.raises(UserInputError, match="needs --base-url"):
         engine_options(EngineConfig(engine="openai"))
@@ -123,8 +135,10 @@ def test_engine_settings_become_the_chosen_engines_options():
     # Every generating command has exactly these fields, with this help (label's default engine is openai).
     own = {f.name: f.metadata["help"] for f in fields(EngineConfig)}
     for cls in (RolloutConfig, JudgeConfig, MathEvalConfig, NoveltyConfig):
-        assert issubclass(cls, EngineConfig) and {n: f.metadata["help"] for n, f in cls.__dataclass_fields__.items()
-                                                  if n in own} == own  # fmt: skip
+        assert (
+            issubclass(cls, EngineConfig)
+            and {n: f.metadata["help"] for n, f in cls.__dataclass_fields__.items() if n in own} == own
+        )
     assert JudgeConfig.__dataclass_fields__["engine"].default == "openai"
 
 
@@ -330,10 +344,17 @@ def test_vllm_offline_engine(smollm2_dir, tmp_path):
     (tmp_path / "pkg" / "darling").symlink_to(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = tmp_path / "run_vllm.py"
     script.write_text(VLLM_SCRIPT)
-    env = {**os.environ, **cpu_server_env(tmp_path / "cache"), "PYTHONPATH": str(tmp_path / "pkg"),
-           "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"}  # fmt: skip
-    proc = subprocess.run([python, str(script), str(smollm2_dir)], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)  # fmt: skip
+    env = {
+        **os.environ,
+        **cpu_server_env(tmp_path / "cache"),
+        "PYTHONPATH": str(tmp_path / "pkg"),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "VLLM_NO_USAGE_STATS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    proc = subprocess.run(
+        [python, str(script), str(smollm2_dir)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULTS ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     results = {r["key"]: r for r in json.loads(lines[0][len("RESULTS ") :])}

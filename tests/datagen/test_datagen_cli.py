@@ -11,12 +11,31 @@ from darling.core.engine_config import engine_options
 
 
 def test_hf_engine_rollouts_with_the_real_smollm2(tmp_path, smollm2_dir):
-    problems = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "question": "What is 2 + 3?", "answer": "#### 5"},
-        {"id": 2, "question": "What is 10 - 4?", "answer": "#### 6"},
-    ])  # fmt: skip
-    args = ["datagen", "rollouts", "--problems", problems, "--model", "smollm2", "-n", 2, "--max-tokens", 24,
-            "--output", tmp_path / "out", "--threads", 1, "--shard-size", 2]  # fmt: skip
+    problems = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": 1, "question": "What is 2 + 3?", "answer": "#### 5"},
+            {"id": 2, "question": "What is 10 - 4?", "answer": "#### 6"},
+        ],
+    )
+    args = [
+        "datagen",
+        "rollouts",
+        "--problems",
+        problems,
+        "--model",
+        "smollm2",
+        "-n",
+        2,
+        "--max-tokens",
+        24,
+        "--output",
+        tmp_path / "out",
+        "--threads",
+        1,
+        "--shard-size",
+        2,
+    ]
     result = darling(*args)
     assert result.returncode == 0, result.stderr
     rows = pl.read_parquet(tmp_path / "out" / "part-*.parquet")
@@ -52,17 +71,30 @@ def test_option_errors_are_one_line(tmp_path):
     gens.write_text('[[generators]]\nname = "a"\ntemprature = 0.5\n')
     assert_one_line_error(
         darling("datagen", "rollouts", "--problems", p, "--generators", gens, "--output", tmp_path / "o"),
-        "g.toml", "temprature",
-    )  # fmt: skip
-    assert_one_line_error(darling("datagen", "pairs", "--rollouts", tmp_path / "nope", "--output", tmp_path / "x"),
-                          "no such rollouts folder")  # fmt: skip
+        "g.toml",
+        "temprature",
+    )
+    assert_one_line_error(
+        darling("datagen", "pairs", "--rollouts", tmp_path / "nope", "--output", tmp_path / "x"),
+        "no such rollouts folder",
+    )
 
 
 def test_label_option_errors_are_one_line(tmp_path):
     pairs = tmp_path / "pairs.parquet"
     pl.DataFrame({"pair_id": ["a"], "prompt": ["p"]}).write_parquet(pairs)
-    base = ["datagen", "label", "--pairs", pairs, "--output", tmp_path / "l", "--judge-model", "j",
-            "--base-url", "http://127.0.0.1:9/v1"]  # fmt: skip
+    base = [
+        "datagen",
+        "label",
+        "--pairs",
+        pairs,
+        "--output",
+        tmp_path / "l",
+        "--judge-model",
+        "j",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ]
     assert_one_line_error(darling(*base), "pairs.parquet", "missing field")
     assert_one_line_error(darling(*base, "--votes", 3), "--temperature")
     assert_one_line_error(darling(*base, "--structured", "json"), "structured must be one of none, choice, regex")
@@ -88,8 +120,9 @@ def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
 
     seen = []
     rollouts = SimpleNamespace(output=tmp_path, rows=0, generated=0, skipped=0, failed=0)
-    pairs = SimpleNamespace(pairs=0, problems_with_pairs=0, responses_used=0, duplicates_dropped=0, per_problem={},
-                            per_model_pair={})  # fmt: skip
+    pairs = SimpleNamespace(
+        pairs=0, problems_with_pairs=0, responses_used=0, duplicates_dropped=0, per_problem={}, per_model_pair={}
+    )
     labels = SimpleNamespace(counts={}, label_balance={}, judged_now=0, skipped=0, requests=0)
     monkeypatch.setattr(darling.datagen.rollouts, "generate_rollouts", lambda c, progress: seen.append(c) or rollouts)
     monkeypatch.setattr(darling.datagen.pairs, "build_pairs", lambda c, progress: seen.append(c) or pairs)
@@ -100,27 +133,78 @@ def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
         return seen.pop()
 
-    config = run("datagen", "rollouts", "--problems", "gsm8k", "-m", "a", "-m", "b", "-n", 2, "--top-p", 0.9,
-                 "--system-prompt", "", "--engine", "openai", "--base-url", "http://h/v1", "--concurrency", 3,
-                 "--max-retries", 0, "-o", tmp_path / "r")  # fmt: skip
+    config = run(
+        "datagen",
+        "rollouts",
+        "--problems",
+        "gsm8k",
+        "-m",
+        "a",
+        "-m",
+        "b",
+        "-n",
+        2,
+        "--top-p",
+        0.9,
+        "--system-prompt",
+        "",
+        "--engine",
+        "openai",
+        "--base-url",
+        "http://h/v1",
+        "--concurrency",
+        3,
+        "--max-retries",
+        0,
+        "-o",
+        tmp_path / "r",
+    )
     assert (config.output, config.problems, config.model, config.n, config.top_p) == (
-        tmp_path / "r", "gsm8k", ["a", "b"], 2, 0.9)  # fmt: skip
+        tmp_path / "r",
+        "gsm8k",
+        ["a", "b"],
+        2,
+        0.9,
+    )
     assert [(s.name, s.system_prompt) for s in config.generator_specs()] == [("a", None), ("b", None)]
-    assert engine_options(config) == {"base_url": "http://h/v1", "api_key_env": "OPENAI_API_KEY", "concurrency": 3,
-                                      "timeout": 300.0, "max_retries": 0}  # fmt: skip
+    assert engine_options(config) == {
+        "base_url": "http://h/v1",
+        "api_key_env": "OPENAI_API_KEY",
+        "concurrency": 3,
+        "timeout": 300.0,
+        "max_retries": 0,
+    }
     config = run("datagen", "rollouts", "--problems", "gsm8k", "--model", "a", "--threads", 1, "-o", tmp_path / "r")
     assert (config.engine, config.n, engine_options(config)) == ("hf", 4, {"threads": 1})  # the defaults
     assert config.generator_specs()[0].system_prompt.startswith("You are a helpful assistant")
 
-    config = run("datagen", "pairs", "--rollouts", tmp_path, "-o", tmp_path / "p", "--max-pairs-per-problem", 0,
-                 "--cross-model-only", "--workers", 1)  # fmt: skip
+    config = run(
+        "datagen",
+        "pairs",
+        "--rollouts",
+        tmp_path,
+        "-o",
+        tmp_path / "p",
+        "--max-pairs-per-problem",
+        0,
+        "--cross-model-only",
+        "--workers",
+        1,
+    )
     assert (config.max_pairs_per_problem, config.cross_model_only, config.correct_only, config.workers) == (
-        None, True, False, 1)  # fmt: skip
+        None,
+        True,
+        False,
+        1,
+    )
 
     label = ["datagen", "label", "--pairs", tmp_path, "-o", tmp_path / "l", "--judge-model", "j"]
     config = run(*label, "--engine", "vllm", "--tensor-parallel-size", 4, "--one-order", "--structured", "choice")
     assert (config.both_orders, config.structured, engine_options(config)) == (
-        False, "choice", {"tensor_parallel_size": 4})  # fmt: skip
+        False,
+        "choice",
+        {"tensor_parallel_size": 4},
+    )
     config = run(*label, "--base-url", "http://h/v1", "--votes", 3, "--temperature", 0.7)
     assert (config.engine, config.both_orders, config.votes, config.temperature) == ("openai", True, 3, 0.7)
     assert Path(config.pairs) == tmp_path

@@ -28,8 +28,12 @@ GSM8K = "gsm8k"  # the packaged GSM8K test set, by name
 
 def darling_killed_after_first_shard(shards: Path, *args) -> None:
     """Start a command, wait for its first shard, kill -9 it mid-run."""
-    proc = subprocess.Popen([sys.executable, "-m", "darling", *map(str, args)], env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "darling", *map(str, args)],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 600
     while not list(shards.glob(SHARD_GLOB)) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -51,15 +55,46 @@ def champ_pairs(tmp_path_factory) -> Path:
     assert "responses" in result.stdout
     rollouts = pl.read_parquet(tmp / "rollouts" / "*.parquet")
     assert rollouts["problem_id"].n_unique() == 12 and rollouts["model"].n_unique() == 4
-    darling("datagen", "pairs", "--rollouts", tmp / "rollouts", "--output", tmp / "pairs", "--cross-model-only",
-            "--max-pairs-per-problem", 2, check=True)  # fmt: skip
+    darling(
+        "datagen",
+        "pairs",
+        "--rollouts",
+        tmp / "rollouts",
+        "--output",
+        tmp / "pairs",
+        "--cross-model-only",
+        "--max-pairs-per-problem",
+        2,
+        check=True,
+    )
     return tmp / "pairs"
 
 
 def label_args(pairs: Path, output: Path, base_url: str, limit: int) -> list:
-    return ["datagen", "label", "--pairs", pairs, "--output", output, "--base-url", base_url, "--judge-model",
-            "smollm2", "--limit", limit, "--max-tokens", 64, "--max-chars-per-solution", 600, "--concurrency", 4,
-            "--structured", "regex", "--max-retries", 1]  # fmt: skip
+    return [
+        "datagen",
+        "label",
+        "--pairs",
+        pairs,
+        "--output",
+        output,
+        "--base-url",
+        base_url,
+        "--judge-model",
+        "smollm2",
+        "--limit",
+        limit,
+        "--max-tokens",
+        64,
+        "--max-chars-per-solution",
+        600,
+        "--concurrency",
+        4,
+        "--structured",
+        "regex",
+        "--max-retries",
+        1,
+    ]
 
 
 def test_champ_import_pairs_label_then_train_classifier(champ_pairs, smollm2_server, tmp_path, tiny_bert_dir):
@@ -79,9 +114,22 @@ def test_champ_import_pairs_label_then_train_classifier(champ_pairs, smollm2_ser
     if labelled.height < 2:
         pytest.skip(f"the SmolLM2 judge agreed with itself on only {labelled.height} of 8 pairs")
     # What the judge produced is what the classifier trains on, unchanged.
-    result = darling("train-classifier", "--data", out / "labelled.parquet", "--val", out / "labelled.parquet",
-                     "--output", tmp_path / "clf", "--backbone", tiny_bert_dir, "--max-steps", 1,
-                     "--set", "max_tokens_per_response=32", "--no-progress")  # fmt: skip
+    result = darling(
+        "train-classifier",
+        "--data",
+        out / "labelled.parquet",
+        "--val",
+        out / "labelled.parquet",
+        "--output",
+        tmp_path / "clf",
+        "--backbone",
+        tiny_bert_dir,
+        "--max-steps",
+        1,
+        "--set",
+        "max_tokens_per_response=32",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr
     meta = json.loads((tmp_path / "clf" / "darling.json").read_text())
     assert meta["validation_metrics"]["n"] == labelled.height
@@ -102,8 +150,28 @@ def test_label_resumes_after_kill_9_without_loss_or_duplicates(champ_pairs, smol
 
 def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server, tmp_path):
     url = smollm2_server.base_url + "/v1"
-    args = ["datagen", "rollouts", "--problems", GSM8K, "--limit", 6, "--model", "smollm2", "--engine", "openai",
-            "--base-url", url, "-n", 2, "--max-tokens", 48, "--concurrency", 1, "--shard-size", 2]  # fmt: skip
+    args = [
+        "datagen",
+        "rollouts",
+        "--problems",
+        GSM8K,
+        "--limit",
+        6,
+        "--model",
+        "smollm2",
+        "--engine",
+        "openai",
+        "--base-url",
+        url,
+        "-n",
+        2,
+        "--max-tokens",
+        48,
+        "--concurrency",
+        1,
+        "--shard-size",
+        2,
+    ]
     darling(*args, "--output", tmp_path / "whole", check=True)
     darling_killed_after_first_shard(tmp_path / "killed", *args, "--output", tmp_path / "killed")
     result = darling(*args, "--output", tmp_path / "killed", check=True)

@@ -27,10 +27,20 @@ from darling.datagen.pairs import PairConfig, answer_classes, build_pairs, read_
 def rollout(problem_id, model, index, response, answer, correct=True, status="ok"):
     row = {c: None for c in ROLLOUT_COLUMNS}
     row.update(
-        rollout_id=stable_id(problem_id, model, index), problem_id=problem_id, source="t", model=model,
-        sample_index=index, problem=f"Problem {problem_id}", reference_answer="1/2", response=response,
-        extracted_answer=answer, correct=correct, status=status, engine="import", sampling="{}",
-    )  # fmt: skip
+        rollout_id=stable_id(problem_id, model, index),
+        problem_id=problem_id,
+        source="t",
+        model=model,
+        sample_index=index,
+        problem=f"Problem {problem_id}",
+        reference_answer="1/2",
+        response=response,
+        extracted_answer=answer,
+        correct=correct,
+        status=status,
+        engine="import",
+        sampling="{}",
+    )
     return row
 
 
@@ -131,16 +141,18 @@ def test_answer_classes_use_math_equivalence_not_strings():
 
 def write_rollouts(directory):
     store = ShardStore(directory, ROLLOUT_COLUMNS, ROLLOUT_KEY)
-    store.append([
-        rollout("p1", "A", 0, "Half: \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
-        rollout("p1", "B", 0, "It is 0.5 so \\boxed{0.5}", "0.5"),
-        rollout("p1", "A", 1, "Half:   \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),  # same text modulo spaces
-        rollout("p1", "B", 1, "wrong \\boxed{3}", "3", correct=False),
-        rollout("p1", "A", 2, "also wrong, \\boxed{3.0}", "3.0", correct=False),
-        rollout("p1", "C", 0, None, None, status="failed"),
-        rollout("p2", "A", 0, "no answer here", None, correct=False),
-        rollout("p2", "B", 0, "x = \\boxed{7}", "7"),
-    ])  # fmt: skip
+    store.append(
+        [
+            rollout("p1", "A", 0, "Half: \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+            rollout("p1", "B", 0, "It is 0.5 so \\boxed{0.5}", "0.5"),
+            rollout("p1", "A", 1, "Half:   \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),  # same text modulo spaces
+            rollout("p1", "B", 1, "wrong \\boxed{3}", "3", correct=False),
+            rollout("p1", "A", 2, "also wrong, \\boxed{3.0}", "3.0", correct=False),
+            rollout("p1", "C", 0, None, None, status="failed"),
+            rollout("p2", "A", 0, "no answer here", None, correct=False),
+            rollout("p2", "B", 0, "x = \\boxed{7}", "7"),
+        ]
+    )
 
 
 def test_pairs_pair_equivalent_answers_and_drop_identical_texts(tmp_path):

@@ -29,12 +29,20 @@ REAL_FILES = {
     "gsm8k": ("gsm8k:0", "18", "question", "9f098df7ff4522078d6ccec27a5c38a454790fdb51131bedfaa0e490070d5394"),
     "hmmt": ("hmmt:1", "103", "question", "168366b467385a14f675265c32d707ed34c6e55c6c9d176d3c598bc8526b5b31"),
     # last \boxed{} of the solution
-    "minerva_math": ("minerva_math:0", "1.6", "problem",
-                     "0e656b430d3a0a1dab6aa853f453ba3805e28e2cabe4fc72486a897cc09d8ba2"),
+    "minerva_math": (
+        "minerva_math:0",
+        "1.6",
+        "problem",
+        "0e656b430d3a0a1dab6aa853f453ba3805e28e2cabe4fc72486a897cc09d8ba2",
+    ),
     # final_answer == ['2']
-    "olympiadbench": ("olympiadbench:1606", "2", "question",
-                      "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416"),
-}  # fmt: skip
+    "olympiadbench": (
+        "olympiadbench:1606",
+        "2",
+        "question",
+        "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416",
+    ),
+}
 COUNTS = {"aime24": 30, "aime25": 30, "amc23": 40, "gsm8k": 1319, "hmmt": 30, "minerva_math": 272, "olympiadbench": 675}
 
 
@@ -109,12 +117,31 @@ def test_real_answer_shapes():
 
 def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path, smollm2_dir):
     out = tmp_path / "eval"
-    result = darling("eval", "math", "--problems", "aime24", "--problems", "minerva", "--limit", 1, "--model",
-                     "smollm2", "-n", 1, "--max-tokens", 4, "--threads", 1, "--output", out)  # fmt: skip
+    result = darling(
+        "eval",
+        "math",
+        "--problems",
+        "aime24",
+        "--problems",
+        "minerva",
+        "--limit",
+        1,
+        "--model",
+        "smollm2",
+        "-n",
+        1,
+        "--max-tokens",
+        4,
+        "--threads",
+        1,
+        "--output",
+        out,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "metrics.json").read_text())["datasets"] == ["aime24", "minerva_math"]
-    rows = pl.concat([pl.read_parquet(out / "generations" / d / "smollm2" / "part-*.parquet")
-                      for d in ("aime24", "minerva_math")])  # fmt: skip
+    rows = pl.concat(
+        [pl.read_parquet(out / "generations" / d / "smollm2" / "part-*.parquet") for d in ("aime24", "minerva_math")]
+    )
     assert rows["problem_id"].to_list() == ["aime24:60", "minerva_math:0"]
     assert rows["reference_answer"].to_list() == ["204", "1.6"] and (rows["status"] == "ok").all()
 

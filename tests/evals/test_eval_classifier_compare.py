@@ -21,9 +21,18 @@ def two_exports(tmp_path_factory, tiny_bert_dir):
     exports = []
     # A cross-encoder beside a bi-encoder: --compare takes either kind on either side.
     for name, preset, steps, lr in (("a", "cpu-cross", 2, 1e-4), ("b", "cpu", 6, 1e-3)):
-        cfg = build_config(preset, overrides=dict(backbone=str(tiny_bert_dir), max_steps=steps, learning_rate=lr,
-                                                  warmup_steps=0, batch_size=8, max_tokens_per_response=32,
-                                                  freeze_layers=0))  # fmt: skip
+        cfg = build_config(
+            preset,
+            overrides=dict(
+                backbone=str(tiny_bert_dir),
+                max_steps=steps,
+                learning_rate=lr,
+                warmup_steps=0,
+                batch_size=8,
+                max_tokens_per_response=32,
+                freeze_layers=0,
+            ),
+        )
         exports.append(train_classifier(cfg, data, tmp / name, progress=False).output)
     return exports
 
@@ -50,8 +59,10 @@ def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
     threshold = json.loads((second / "darling.json").read_text())["threshold"]
     assert compared["threshold"] == pytest.approx(threshold)  # judged at its own threshold
     assert any(metrics[k] != compared[k] for k in ("roc_auc", "ece", "f1", "accuracy"))
-    probs = [[json.loads(line)["prob_equivalent"] for line in (d / "predictions.jsonl").read_text().splitlines()]
-             for d in (out, out / "compare")]  # fmt: skip
+    probs = [
+        [json.loads(line)["prob_equivalent"] for line in (d / "predictions.jsonl").read_text().splitlines()]
+        for d in (out, out / "compare")
+    ]
     assert probs[0] != probs[1]
 
     table = (out / "compare.md").read_text()
@@ -70,8 +81,18 @@ def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
 
 def test_a_wrong_compare_dir_is_a_user_error_before_scoring(tmp_path, two_exports):
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(6))
-    result = darling("eval", "classifier", "--model", two_exports[0], "--compare", tmp_path, "--data", data,
-                     "--output", tmp_path / "e")  # fmt: skip
+    result = darling(
+        "eval",
+        "classifier",
+        "--model",
+        two_exports[0],
+        "--compare",
+        tmp_path,
+        "--data",
+        data,
+        "--output",
+        tmp_path / "e",
+    )
     assert result.returncode == 2 and "not a darling classifier export" in result.stderr
     assert not (tmp_path / "e").exists()
 
@@ -81,8 +102,22 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
     fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
     out = tmp_path / "e"
-    result = darling("eval", "classifier", "--model", two_exports[0], "--compare", two_exports[1], "--zero-shot",
-                     tiny_bert_dir, "--fit-data", fit, "--data", data, "--output", out)  # fmt: skip
+    result = darling(
+        "eval",
+        "classifier",
+        "--model",
+        two_exports[0],
+        "--compare",
+        two_exports[1],
+        "--zero-shot",
+        tiny_bert_dir,
+        "--fit-data",
+        fit,
+        "--data",
+        data,
+        "--output",
+        out,
+    )
     assert result.returncode == 0, result.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     zero = metrics["zero_shot"]
@@ -90,8 +125,18 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
     assert zero == json.loads((out / "zero-shot" / "metrics.json").read_text())
     header = (out / "compare.md").read_text().splitlines()[2]
     assert header.startswith("| metric | a | b | zero-shot ") and header.endswith(f"zero-shot {tiny_bert_dir} - a |")
-    alone = darling("eval", "classifier", "--zero-shot", tiny_bert_dir, "--fit-data", fit, "--data", data,
-                    "--output", tmp_path / "z")  # fmt: skip
+    alone = darling(
+        "eval",
+        "classifier",
+        "--zero-shot",
+        tiny_bert_dir,
+        "--fit-data",
+        fit,
+        "--data",
+        data,
+        "--output",
+        tmp_path / "z",
+    )
     assert alone.returncode == 0, alone.stderr
     assert json.loads((tmp_path / "z" / "metrics.json").read_text())["roc_auc"] == zero["roc_auc"]
     missing = darling("eval", "classifier", "--zero-shot", tiny_bert_dir, "--data", data, "--output", tmp_path / "m")

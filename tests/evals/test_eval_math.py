@@ -130,14 +130,37 @@ def test_metrics_recomputed_from_parquet_with_failed_samples_excluded(tmp_path):
 
 @pytest.mark.slow
 def test_cli_end_to_end_with_the_real_smollm2_resumes_and_reports_again(tmp_path, smollm2_dir):
-    tiny = write_jsonl(tmp_path / "tiny.jsonl", [
-        {"id": 1, "question": "What is 2 + 3?", "answer": "#### 5"},
-        {"id": 2, "question": "What is 10 - 4?", "answer": "6"},
-        {"id": 3, "question": "What is 1 + 1?", "answer": "2"},
-    ])  # fmt: skip
+    tiny = write_jsonl(
+        tmp_path / "tiny.jsonl",
+        [
+            {"id": 1, "question": "What is 2 + 3?", "answer": "#### 5"},
+            {"id": 2, "question": "What is 10 - 4?", "answer": "6"},
+            {"id": 3, "question": "What is 1 + 1?", "answer": "2"},
+        ],
+    )
     out = tmp_path / "eval"
-    args = ["eval", "math", "--problems", "arithmetic", "--problems", tiny, "--limit", 2, "--model", "smollm2",
-            "--model", "again=smollm2", "--n", 2, "--max-tokens", 24, "--threads", 1, "--output", out]  # fmt: skip
+    args = [
+        "eval",
+        "math",
+        "--problems",
+        "arithmetic",
+        "--problems",
+        tiny,
+        "--limit",
+        2,
+        "--model",
+        "smollm2",
+        "--model",
+        "again=smollm2",
+        "--n",
+        2,
+        "--max-tokens",
+        24,
+        "--threads",
+        1,
+        "--output",
+        out,
+    ]
     first = darling(*args)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "generated 16 samples (0 already there, 0 failed)" in first.stdout
@@ -193,13 +216,40 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     seen = []
     metrics = {"generation": None, "datasets": [], "models": {}}
     monkeypatch.setattr(darling.evals.math, "evaluate_math", lambda c, progress: seen.append(c) or metrics)
-    args = ["eval", "math", "--problems", "aime24", "--problems", "amc23", "-m", "base=Qwen/Q", "--model", "smollm2",
-            "-n", 16, "--k", 1, "--k", 8, "--engine", "vllm", "--tensor-parallel-size", 2, "-o", tmp_path]  # fmt: skip
+    args = [
+        "eval",
+        "math",
+        "--problems",
+        "aime24",
+        "--problems",
+        "amc23",
+        "-m",
+        "base=Qwen/Q",
+        "--model",
+        "smollm2",
+        "-n",
+        16,
+        "--k",
+        1,
+        "--k",
+        8,
+        "--engine",
+        "vllm",
+        "--tensor-parallel-size",
+        2,
+        "-o",
+        tmp_path,
+    ]
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert (config.problems, config.model, config.n, config.ks, config.generate) == (
-        ["aime24", "amc23"], ["base=Qwen/Q", "smollm2"], 16, [1, 8], True)  # fmt: skip
+        ["aime24", "amc23"],
+        ["base=Qwen/Q", "smollm2"],
+        16,
+        [1, 8],
+        True,
+    )
     assert (config.temperature, config.top_p, config.max_tokens) == (0.6, 0.95, 4096)  # the command's defaults
     assert [(s.name, s.engine_model) for s in config.generator_specs()] == [("base", "Qwen/Q"), ("smollm2", "smollm2")]
     assert engine_options(config) == {"tensor_parallel_size": 2}

@@ -53,8 +53,11 @@ def test_utility_by_hand_only_first_members_count():
 def test_generation_order_keeps_distinct_but_changes_utility():
     quality = {"cat one": 5, "cat two": 9, "dog": 3, "fish": 7}
     same_animal = lambda pairs: [a.split()[0] == b.split()[0] for a, b in pairs]  # noqa: E731
-    orders = [["cat one", "cat two", "dog", "fish"], ["cat two", "dog", "cat one", "fish"],
-              ["dog", "fish", "cat one", "cat two"]]  # fmt: skip
+    orders = [
+        ["cat one", "cat two", "dog", "fish"],
+        ["cat two", "dog", "cat one", "fish"],
+        ["dog", "fish", "cat one", "cat two"],
+    ]
     classes, _ = partition_texts(orders, same_animal)
     assert classes == [[0, 0, 1, 2], [0, 1, 0, 2], [0, 1, 2, 2]]
     assert [len(set(c)) for c in classes] == [3, 3, 3]
@@ -87,9 +90,12 @@ def test_prompts_ids_categories_and_bad_rows(tmp_path):
     first, second = load_prompts(path)
     assert (first.prompt_id, first.category) == ("7", "x")
     assert second.prompt_id == load_prompts(write_jsonl(tmp_path / "q.jsonl", [{"prompt": "b"}]))[0].prompt_id
-    cases = [({"text": "a"}, "missing field 'prompt'"), ({"prompt": 3}, "field 'prompt' must be a non-empty string"),
-             ({"prompt": "a", "category": 1}, "field 'category' must be a string"),
-             ({"id": 7, "prompt": "c"}, "duplicate prompt id '7'")]  # fmt: skip
+    cases = [
+        ({"text": "a"}, "missing field 'prompt'"),
+        ({"prompt": 3}, "field 'prompt' must be a non-empty string"),
+        ({"prompt": "a", "category": 1}, "field 'category' must be a string"),
+        ({"id": 7, "prompt": "c"}, "duplicate prompt id '7'"),
+    ]
     for row, message in cases:
         bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": 7, "prompt": "a"}, row])
         with pytest.raises(UserInputError, match=f"^{re.escape(str(bad))}:2: {message}"):
@@ -113,8 +119,20 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     )
     assert result.returncode == 2 and "--threshold" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
-    result = darling("eval", "novelty", "--prompts", good, "--model", "m", "--classifier", tmp_path, "--partition",
-                     "transitive", "-o", tmp_path / "o")  # fmt: skip
+    result = darling(
+        "eval",
+        "novelty",
+        "--prompts",
+        good,
+        "--model",
+        "m",
+        "--classifier",
+        tmp_path,
+        "--partition",
+        "transitive",
+        "-o",
+        tmp_path / "o",
+    )
     assert result.returncode == 2 and "partition must be one of noveltybench, union-find, got 'transitive'" in (
         result.stderr
     )
@@ -130,17 +148,51 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     from darling.evals.novelty import NoveltyConfig
 
     seen = []
-    metrics = {"run": {}, "n_prompts": 0, "k": 3, "mean_distinct": None, "mean_utility": None, "mean_quality": None,
-               "n_prompts_incomplete": 0}  # fmt: skip
+    metrics = {
+        "run": {},
+        "n_prompts": 0,
+        "k": 3,
+        "mean_distinct": None,
+        "mean_utility": None,
+        "mean_quality": None,
+        "n_prompts_incomplete": 0,
+    }
     monkeypatch.setattr(darling.evals.novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or metrics)
-    args = ["eval", "novelty", "--prompts", "p.jsonl", "-m", "smollm2", "--classifier", "clf", "-k", 3,
-            "--classifier-url", "http://a:1", "--classifier-url", "http://b:2", "--cut-points", "0, 1.5",
-            "--utility", "darling-fork", "--engine", "openai", "--base-url", "http://h/v1", "-o", tmp_path]  # fmt: skip
+    args = [
+        "eval",
+        "novelty",
+        "--prompts",
+        "p.jsonl",
+        "-m",
+        "smollm2",
+        "--classifier",
+        "clf",
+        "-k",
+        3,
+        "--classifier-url",
+        "http://a:1",
+        "--classifier-url",
+        "http://b:2",
+        "--cut-points",
+        "0, 1.5",
+        "--utility",
+        "darling-fork",
+        "--engine",
+        "openai",
+        "--base-url",
+        "http://h/v1",
+        "-o",
+        tmp_path,
+    ]
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert (config.model, config.k, config.classifier_urls, config.utility) == (
-        "smollm2", 3, ["http://a:1", "http://b:2"], "darling-fork")  # fmt: skip
+        "smollm2",
+        3,
+        ["http://a:1", "http://b:2"],
+        "darling-fork",
+    )
     assert (config.partition, config.patience, config.quality_cut_points) == ("noveltybench", 0.8, (0.0, 1.5))
     assert engine_options(config)["base_url"] == "http://h/v1"
     assert NoveltyConfig(output=tmp_path, classifier="c", generate=False).quality_cut_points == NOVELTYBENCH_CUT_POINTS
@@ -162,12 +214,32 @@ def minilm_reward_model(tmp_path_factory, minilm_path):
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_export, minilm_bi_export,
-                                             minilm_reward_model):  # fmt: skip
+def test_cli_end_to_end_resumes_and_rescores(
+    tmp_path, smollm2_dir, minilm_export, minilm_bi_export, minilm_reward_model
+):
     out = tmp_path / "novelty"
-    args = ["eval", "novelty", "--prompts", CURATED, "--limit", "2", "--model", "smollm2", "--k", "3",
-            "--max-tokens", "24", "--classifier", minilm_export, "--reward-model", minilm_reward_model,
-            "--threads", "2", "--output", out]  # fmt: skip
+    args = [
+        "eval",
+        "novelty",
+        "--prompts",
+        CURATED,
+        "--limit",
+        "2",
+        "--model",
+        "smollm2",
+        "--k",
+        "3",
+        "--max-tokens",
+        "24",
+        "--classifier",
+        minilm_export,
+        "--reward-model",
+        minilm_reward_model,
+        "--threads",
+        "2",
+        "--output",
+        out,
+    ]
     result = darling(*args)
     assert result.returncode == 0, result.stderr
     assert "6 new, 0 already there, 0 failed" in result.stdout
@@ -217,8 +289,9 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
     assert "| mean utility (utility darling-fork) |" in (out / "report.md").read_text()
 
     # Rescore the stored responses, no reward model, threshold 0 (every pair equivalent): one class per prompt.
-    rescore = darling("eval", "novelty", "--no-generate", "--classifier", minilm_export, "--threshold", "0",
-                      "--output", out)  # fmt: skip
+    rescore = darling(
+        "eval", "novelty", "--no-generate", "--classifier", minilm_export, "--threshold", "0", "--output", out
+    )
     assert rescore.returncode == 0, rescore.stderr
     assert "generations:" not in rescore.stdout
     metrics = json.loads((out / "metrics.json").read_text())
@@ -228,8 +301,9 @@ def test_cli_end_to_end_resumes_and_rescores(tmp_path, smollm2_dir, minilm_expor
     assert pl.read_parquet(out / "scores.parquet")["response"].to_list() == scores["response"].to_list()
 
     # The same responses through a bi-encoder export: one embedding per response, every pair from the matrix.
-    rescore = darling("eval", "novelty", "--no-generate", "--classifier", minilm_bi_export, "--threshold", "0",
-                      "--output", out)  # fmt: skip
+    rescore = darling(
+        "eval", "novelty", "--no-generate", "--classifier", minilm_bi_export, "--threshold", "0", "--output", out
+    )
     assert rescore.returncode == 0, rescore.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["kind"] == "darling bi-encoder export, in-process" and metrics["mean_distinct"] == 1
@@ -291,8 +365,9 @@ def test_partition_and_utility_options_rescore_stored_generations(tmp_path, mini
     # "Blue" ~ "blue sky" and "Red" ~ "red". Threshold 1.0: the real classifier never says equivalent, so
     # union-find keeps all four apart. No reward model: quality 1, utility measures diversity only.
     engine = ScriptedEngine(texts={"colour": ["Blue", "blue sky", "Red", "red"]})
-    base = dict(output=tmp_path / "out", prompts=str(prompts), model="m", k=4, classifier=str(minilm_export),
-                threshold=1.0)  # fmt: skip
+    base = dict(
+        output=tmp_path / "out", prompts=str(prompts), model="m", k=4, classifier=str(minilm_export), threshold=1.0
+    )
     first = evaluate_novelty(NoveltyConfig(**base), engine=engine)
     assert first["mean_distinct"] == 2  # classes [0, 0, 1, 1]
     assert first["mean_utility"] == pytest.approx((1 + 0.64) / 2.952)  # credited at positions 0 and 2

@@ -92,8 +92,13 @@ def first_matching_class(responses: list[str], prob, threshold: float) -> list[i
 
 # -- the two partitions differ --------------------------------------------------------------------------------
 def test_greedy_first_member_is_not_transitive_and_takes_the_first_matching_class():
-    table = {(A, B): 0.9, (A, C): 0.2, (B, C): 0.9,  # a chain: A~B, B~C, but C is not A's match
-             (A, D): 0.7, (C, D): 0.95}  # fmt: skip
+    table = {
+        (A, B): 0.9,
+        (A, C): 0.2,
+        (B, C): 0.9,  # a chain: A~B, B~C, but C is not A's match
+        (A, D): 0.7,
+        (C, D): 0.95,
+    }
     groups = [[A, B, C], [A, C, D]]
     scorer = TableScorer(table, threshold=0.5)
     greedy, stats = partition_responses(groups, scorer, NOVELTYBENCH)
@@ -138,8 +143,12 @@ def test_short_response_rule_by_hand():
 
 def test_short_responses_never_reach_the_classifier():
     paris, paris2, sentence, london, long = (
-        "Paris", "paris", "It is Paris, of course.", "London", "The capital of France is Paris."
-    )  # fmt: skip
+        "Paris",
+        "paris",
+        "It is Paris, of course.",
+        "London",
+        "The capital of France is Paris.",
+    )
     # Only comparisons with the six-word response reach the table (the rule needs both responses short).
     table = {(paris, long): 0.1, (sentence, long): 0.9}
     scorer = TableScorer(table, threshold=0.5)
@@ -167,8 +176,9 @@ def test_batched_greedy_equals_noveltybench_loop(groups, seed, threshold):
     def prob(a: str, b: str) -> float:  # a stand-in classifier: a fixed random table over ordered pairs
         return random.Random(f"{seed}|{a}|{b}").choice(LEVELS)
 
-    classes, stats = greedy_first_member(groups, lambda batch: [prob(groups[g][i], groups[g][j]) for g, i, j in batch],
-                                         threshold)  # fmt: skip
+    classes, stats = greedy_first_member(
+        groups, lambda batch: [prob(groups[g][i], groups[g][j]) for g, i, j in batch], threshold
+    )
     assert classes == [noveltybench_partition(g, prob, threshold) for g in groups]
     assert classes == [first_matching_class(g, prob, threshold) for g in groups]
     assert stats.pairs_compared <= stats.pairs_total and stats.scorer_calls <= max(map(len, groups), default=0)
@@ -225,8 +235,17 @@ def test_served_export_gives_the_in_process_greedy_partition(tmp_path, tiny_bert
     from darling.classifier.train import train_classifier
 
     data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(32))
-    cfg = build_config("cpu", overrides=dict(kind=kind, backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
-                                             max_tokens_per_response=64, freeze_layers=0))  # fmt: skip
+    cfg = build_config(
+        "cpu",
+        overrides=dict(
+            kind=kind,
+            backbone=str(tiny_bert_dir),
+            max_steps=2,
+            batch_size=8,
+            max_tokens_per_response=64,
+            freeze_layers=0,
+        ),
+    )
     export = train_classifier(cfg, data, tmp_path / "clf", progress=False).output
     groups = real_groups()
     local = load_scorer(export)
@@ -234,8 +253,15 @@ def test_served_export_gives_the_in_process_greedy_partition(tmp_path, tiny_bert
     runner = "classify" if kind == "cross-encoder" else "embed"
     cache = Path(tempfile.mkdtemp(prefix="vc-"))  # short: zmq's socket path limit
     max_len = read_export_meta(export)["max_length"]  # the longest input the export's encoder builds
-    server = VLLMServer(export, python=vllm_python(), dtype="float32", runner=runner, extra_args=CPU_SERVER_ARGS,
-                        max_model_len=max_len, env=cpu_server_env(cache))  # fmt: skip
+    server = VLLMServer(
+        export,
+        python=vllm_python(),
+        dtype="float32",
+        runner=runner,
+        extra_args=CPU_SERVER_ARGS,
+        max_model_len=max_len,
+        env=cpu_server_env(cache),
+    )
     with server:
         served = load_scorer(export, [server.base_url], threshold=local.threshold)
         remote, remote_stats = partition_responses(groups, served, NOVELTYBENCH)

@@ -17,10 +17,36 @@ from darling.pipeline import build_config
 from darling.pipeline.commands import STAGES
 
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 1 RL step, tiny evaluations.
-SMALL = ["--datagen-limit", 2, "--pairs-per-problem", 2, "--judge-limit", 3, "--classifier-steps", 3,
-         "--fallback-pairs", 60, "--rl-steps", 1, "--eval-limit", 2, "--eval-n", 2, "--novelty-limit", 2,
-         "--novelty-k", 2, "--classifier-tokens", 32, "--eval-max-tokens", 16,
-         "--set", "novelty_max_tokens=16", "--set", "rl_max_completion_length=16"]  # fmt: skip
+SMALL = [
+    "--datagen-limit",
+    2,
+    "--pairs-per-problem",
+    2,
+    "--judge-limit",
+    3,
+    "--classifier-steps",
+    3,
+    "--fallback-pairs",
+    60,
+    "--rl-steps",
+    1,
+    "--eval-limit",
+    2,
+    "--eval-n",
+    2,
+    "--novelty-limit",
+    2,
+    "--novelty-k",
+    2,
+    "--classifier-tokens",
+    32,
+    "--eval-max-tokens",
+    16,
+    "--set",
+    "novelty_max_tokens=16",
+    "--set",
+    "rl_max_completion_length=16",
+]
 
 
 def sha256(path: Path) -> str:
@@ -40,11 +66,17 @@ def test_config_presets_overrides_and_identity(tmp_path):
     assert "output" not in identity and "threads" not in identity and "dry_run" not in identity
     paper = build_config("paper", tmp_path)
     assert (paper.judge_model, paper.classifier_preset, paper.rl_preset) == (
-        "meta-llama/Llama-3.3-70B-Instruct", "paper", "paper-math")  # fmt: skip
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "paper",
+        "paper-math",
+    )
     assert paper.policy() == "Qwen/Qwen3-4B-Base" and cpu.policy() == "smollm2"
-    for bad, message in [({"nope": 1}, "unknown option 'nope'"), ({"rl_steps": "x"}, "cannot read 'x'"),
-                         ({"eval_n": 0}, "eval_n must be >= 1"),
-                         ({"judge_structured": "regex"}, "hf judge cannot follow a regex")]:  # fmt: skip
+    for bad, message in [
+        ({"nope": 1}, "unknown option 'nope'"),
+        ({"rl_steps": "x"}, "cannot read 'x'"),
+        ({"eval_n": 0}, "eval_n must be >= 1"),
+        ({"judge_structured": "regex"}, "hf judge cannot follow a regex"),
+    ]:
         with pytest.raises(UserInputError, match=message):
             build_config("cpu", tmp_path, **bad)
     with pytest.raises(UserInputError, match="unknown preset"):
@@ -64,12 +96,21 @@ def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
     for needle in [
         "darling datagen rollouts --problems agentica-org/DeepScaleR-Preview-Dataset",
         "--engine vllm --tensor-parallel-size 8",
-        "darling datagen label", "--judge-model meta-llama/Llama-3.3-70B-Instruct", "--structured regex",
-        "darling train-classifier --preset paper", "Qwen3-Embedding-4B", "--devices 8 --strategy ddp",
-        "darling serve-classifier", "accelerate launch", "darling rl-train --preset paper-math",
-        "--classifier-urls http://127.0.0.1:8000", "darling eval math", "--n 256", "darling eval novelty",
+        "darling datagen label",
+        "--judge-model meta-llama/Llama-3.3-70B-Instruct",
+        "--structured regex",
+        "darling train-classifier --preset paper",
+        "Qwen3-Embedding-4B",
+        "--devices 8 --strategy ddp",
+        "darling serve-classifier",
+        "accelerate launch",
+        "darling rl-train --preset paper-math",
+        "--classifier-urls http://127.0.0.1:8000",
+        "darling eval math",
+        "--n 256",
+        "darling eval novelty",
         "[GPU-only]",
-    ]:  # fmt: skip
+    ]:
         assert needle in script, needle
     assert script.count("[GPU-only]") == 6  # every stage but pairs (math-verify on the CPU)
     assert subprocess.run(["bash", "-n", run / "commands.sh"]).returncode == 0  # valid shell
@@ -90,10 +131,12 @@ def test_cpu_dry_run_then_a_changed_option_or_preset_is_refused(tmp_path):
     script = (run / "commands.sh").read_text()
     assert "--max-steps 2" in script and "--import champ" in script and "--structured choice" in script
     assert not any((run / stage).exists() for stage in STAGES)
-    assert_one_line_error(darling("pipeline", "--output", run, "--rl-steps", 3, timeout=120),
-                          "rl_steps=2", "rl_steps=3", "new --output")  # fmt: skip
-    assert_one_line_error(darling("pipeline", "--preset", "paper", "--output", run, timeout=120),
-                          "preset='cpu'", "preset='paper'")  # fmt: skip
+    assert_one_line_error(
+        darling("pipeline", "--output", run, "--rl-steps", 3, timeout=120), "rl_steps=2", "rl_steps=3", "new --output"
+    )
+    assert_one_line_error(
+        darling("pipeline", "--preset", "paper", "--output", run, timeout=120), "preset='cpu'", "preset='paper'"
+    )
     other = tmp_path / "not-a-run"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
@@ -205,8 +248,15 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     assert all(r["seconds"] >= 0 and r["attempts"] == 1 for r in records.values())
 
     report = (run / "report.md").read_text()
-    for title in ("Data generation", "Same-answer pairs", "Judge labels", "Equivalence classifier", "DARLING RL",
-                  "pass@k", "Novelty"):  # fmt: skip
+    for title in (
+        "Data generation",
+        "Same-answer pairs",
+        "Judge labels",
+        "Equivalence classifier",
+        "DARLING RL",
+        "pass@k",
+        "Novelty",
+    ):
         assert title in report, title
     for stage in STAGES:
         assert f"| {stage} | done |" in report and f"[`{stage}/`]({stage}/)" in report
@@ -230,16 +280,30 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     if summaries["rl"]["max_weight_change"] == 0:  # paired seeds: the same weights give the same samples
         import polars as pl
 
-        texts = [pl.read_parquet(run / "eval-math" / m / "generations" / "arithmetic" / "policy" / "part-*.parquet")
-                 .sort("problem_id", "sample_index")["response"].to_list() for m in ("base", "darling-rl")]  # fmt: skip
+        texts = [
+            pl.read_parquet(run / "eval-math" / m / "generations" / "arithmetic" / "policy" / "part-*.parquet")
+            .sort("problem_id", "sample_index")["response"]
+            .to_list()
+            for m in ("base", "darling-rl")
+        ]
         assert texts[0] == texts[1] and len(texts[0]) == 2 * 2
     for m in summaries["eval-novelty"]["models"].values():
         assert m["n_prompts"] == 2 and 1 <= m["mean_distinct"] <= 2 and m["mean_quality"] == 1
 
-    for path in ["classifier/darling.json", "classifier/training/validation/metrics.json", "rl/final/model.safetensors",
-                 "rl/log_history.json", "eval-math/base/metrics.json", "eval-math/darling-rl/report.md",
-                 "eval-novelty/base/metrics.json", "eval-novelty/darling-rl/metrics.json", "labels/labelled.parquet",
-                 "pairs/pairs.parquet", "commands.sh", "inputs/novelty-prompts.jsonl"]:  # fmt: skip
+    for path in [
+        "classifier/darling.json",
+        "classifier/training/validation/metrics.json",
+        "rl/final/model.safetensors",
+        "rl/log_history.json",
+        "eval-math/base/metrics.json",
+        "eval-math/darling-rl/report.md",
+        "eval-novelty/base/metrics.json",
+        "eval-novelty/darling-rl/metrics.json",
+        "labels/labelled.parquet",
+        "pairs/pairs.parquet",
+        "commands.sh",
+        "inputs/novelty-prompts.jsonl",
+    ]:
         assert (run / path).stat().st_size > 0, path
     assert not list((run / "rl").glob("checkpoint-*"))  # pruned once rl/final was saved
 
@@ -295,9 +359,21 @@ def test_interrupted_stage_resumes_through_its_own_api(chain):
 def test_another_option_into_the_finished_run_is_refused(chain):
     run, _, _ = chain
     before = files_and_mtimes(run)
-    assert_one_line_error(darling("pipeline", "--preset", "cpu", "--output", run, *SMALL[:-2],
-                                  "--set", "rl_max_completion_length=24", timeout=120),
-                          "rl_max_completion_length=16", "rl_max_completion_length=24")  # fmt: skip
+    assert_one_line_error(
+        darling(
+            "pipeline",
+            "--preset",
+            "cpu",
+            "--output",
+            run,
+            *SMALL[:-2],
+            "--set",
+            "rl_max_completion_length=24",
+            timeout=120,
+        ),
+        "rl_max_completion_length=16",
+        "rl_max_completion_length=24",
+    )
     assert_one_line_error(darling("pipeline", "--preset", "paper", "--output", run, timeout=120), "preset=")
     assert files_and_mtimes(run) == before  # refused before anything was written
 
@@ -310,9 +386,17 @@ def test_smollm2_rollouts_as_the_datagen_stage(tmp_path, smollm2_dir):
 
     with pytest.raises(UserInputError, match="no-cross-model-only"):
         build_config("cpu", tmp_path, datagen="generate", rollout_models="smollm2")
-    config = build_config("cpu", tmp_path / "run", datagen="generate", rollout_models="smollm2",
-                          datagen_problems="arithmetic", datagen_limit=2, rollout_n=2, rollout_max_tokens=12,
-                          cross_model_only="false")  # fmt: skip
+    config = build_config(
+        "cpu",
+        tmp_path / "run",
+        datagen="generate",
+        rollout_models="smollm2",
+        datagen_problems="arithmetic",
+        datagen_limit=2,
+        rollout_n=2,
+        rollout_max_tokens=12,
+        cross_model_only="false",
+    )
     write_inputs(config)  # as run_pipeline does first: the generators file the step names
     ctx = Context(config, progress=False, log=lambda _: None)
     summary = datagen(ctx)

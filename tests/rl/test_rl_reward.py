@@ -119,9 +119,14 @@ def components(n, same):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(1, 9), min_size=1, max_size=6).flatmap(
-    lambda sizes: st.tuples(st.just(sizes), st.lists(st.booleans(), min_size=sum(n * n for n in sizes),
-                                                     max_size=sum(n * n for n in sizes)))))  # fmt: skip
+@given(
+    st.lists(st.integers(1, 9), min_size=1, max_size=6).flatmap(
+        lambda sizes: st.tuples(
+            st.just(sizes),
+            st.lists(st.booleans(), min_size=sum(n * n for n in sizes), max_size=sum(n * n for n in sizes)),
+        )
+    )
+)
 def test_pruned_partition_equals_deciding_every_pair(case):
     sizes, bits = case
     tables, k = [], 0

@@ -25,8 +25,12 @@ EASY = [{"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)} for i
 def export(tmp_path_factory, tiny_bert_dir):
     tmp = tmp_path_factory.mktemp("served-clf")
     data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(32))
-    cfg = build_config("cpu-cross", overrides=dict(backbone=str(tiny_bert_dir), max_steps=2, batch_size=8,
-                                             max_tokens_per_response=64, freeze_layers=0))  # fmt: skip
+    cfg = build_config(
+        "cpu-cross",
+        overrides=dict(
+            backbone=str(tiny_bert_dir), max_steps=2, batch_size=8, max_tokens_per_response=64, freeze_layers=0
+        ),
+    )
     return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
 
@@ -66,9 +70,27 @@ def test_rl_run_fails_loudly_when_the_classifier_server_dies_then_resumes(export
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "250"}
 
     def rl(url, *extra):
-        cmd = [sys.executable, "-m", "darling", "rl-train", "--preset", "cpu", "--classifier", str(export),
-               "--classifier-url", url, "--problems", str(problems), "--max-steps", "3",
-               "--max-completion-length", "16", "--output", str(tmp_path / "rl"), *extra]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "darling",
+            "rl-train",
+            "--preset",
+            "cpu",
+            "--classifier",
+            str(export),
+            "--classifier-url",
+            url,
+            "--problems",
+            str(problems),
+            "--max-steps",
+            "3",
+            "--max-completion-length",
+            "16",
+            "--output",
+            str(tmp_path / "rl"),
+            *extra,
+        ]
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     server = server_for(export, tmp_path).start().wait_healthy()

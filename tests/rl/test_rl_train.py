@@ -16,8 +16,10 @@ from darling.rl.train import RLTrainConfig, build_trainer, rl_train
 
 pytestmark = pytest.mark.slow
 
-EASY = [{"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)}
-        for i, (a, b) in enumerate([(2, 3), (1, 1), (4, 4), (10, 5)])]  # fmt: skip
+EASY = [
+    {"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)}
+    for i, (a, b) in enumerate([(2, 3), (1, 1), (4, 4), (10, 5)])
+]
 
 
 def test_group_splitting_settings_are_refused(tmp_path):
@@ -103,11 +105,20 @@ def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
     """Both refused with one line before any model loads and before anything is written."""
     resumed = darling("rl-train", "--preset", "cpu", "--no-diversity", "--resume", "--output", str(tmp_path / "a"))
     assert_one_line_error(resumed, "--resume given, but there is no checkpoint")
-    missing = darling("rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path / "no" / "model"),
-                      "--output", str(tmp_path / "b"))  # fmt: skip
+    missing = darling(
+        "rl-train",
+        "--preset",
+        "cpu",
+        "--no-diversity",
+        "--policy",
+        str(tmp_path / "no" / "model"),
+        "--output",
+        str(tmp_path / "b"),
+    )
     assert_one_line_error(missing, "--policy", "no such model folder")
-    not_a_model = darling("rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path),
-                          "--output", str(tmp_path / "c"))  # fmt: skip
+    not_a_model = darling(
+        "rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path), "--output", str(tmp_path / "c")
+    )
     assert_one_line_error(not_a_model, "not a model folder (no config.json)")
     assert not any((tmp_path / name).exists() for name in "abc")
 
@@ -184,13 +195,27 @@ def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
     with socket.socket() as sock:  # a free port for the gloo rendezvous
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", port,
-           str(script), str(minilm_export), str(problems), str(tmp_path / "rl")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        port,
+        str(script),
+        str(minilm_export),
+        str(problems),
+        str(tmp_path / "rl"),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert run.returncode == 0, run.stderr[-4000:]
-    results = sorted((json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")),
-                     key=lambda r: r["rank"])  # fmt: skip
+    results = sorted(
+        (json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")),
+        key=lambda r: r["rank"],
+    )
     assert [(r["rank"], r["world"]) for r in results] == [(0, 2), (1, 2)]
     blocks = [block for r in results for call in r["blocks"] for block in call]
     assert all(r["completions"] == 4 for r in results)  # one whole group of num_generations=4 per rank

@@ -27,25 +27,39 @@ def test_groups_are_found_wherever_their_rows_sit():
     # each group's correct answers, so every row must carry its own group's figure back to its own position
     texts = ["\\boxed{1}", "\\boxed{2}", "\\boxed{1}", "\\boxed{9}", "\\boxed{1}", "\\boxed{9}"]
     extra = [{"index": i % 2} for i in range(6)]
-    scores = compute_score(["a"] * 6, texts, ["1", "2"] * 3, extra, combine="quality", correct_only=True,
-                           num_generations=3)  # fmt: skip
+    scores = compute_score(
+        ["a"] * 6, texts, ["1", "2"] * 3, extra, combine="quality", correct_only=True, num_generations=3
+    )
     assert [s["score"] for s in scores] == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
     assert [s["distinct"] for s in scores] == [3.0, 1.0, 3.0, 1.0, 3.0, 1.0]
     # two datasets both numbering their prompts from 0 (verl's preprocessing): data_source keeps them apart
-    scores = compute_score(["x", "y", "x", "y"], ["a", "b", "c", "d"], ["1"] * 4, [{"index": 0}] * 4,
-                           combine="quality", num_generations=2)  # fmt: skip
+    scores = compute_score(
+        ["x", "y", "x", "y"], ["a", "b", "c", "d"], ["1"] * 4, [{"index": 0}] * 4, combine="quality", num_generations=2
+    )
     assert [s["distinct"] for s in scores] == [2.0] * 4
 
 
 def test_validation_batches_have_groups_of_one_with_the_training_settings():
     """verl's _validate calls a manager built from the same reward kwargs with val_kwargs.n = 1 responses."""
-    scores = compute_score(["a"] * 3, ["\\boxed{4}", "\\boxed{5}", "x"], ["4", "4", "2"],
-                           [{"index": i} for i in range(3)], combine="quality", num_generations=8)  # fmt: skip
+    scores = compute_score(
+        ["a"] * 3,
+        ["\\boxed{4}", "\\boxed{5}", "x"],
+        ["4", "4", "2"],
+        [{"index": i} for i in range(3)],
+        combine="quality",
+        num_generations=8,
+    )
     assert [s["score"] for s in scores] == [1.0, 0.0, 0.0]
     assert [s["diversity"] for s in scores] == [1.0, 1.0, 1.0]  # nothing to compare with: maximally distinct
     two = [{"index": i // 2} for i in range(4)]
-    assert len(compute_score(["a"] * 4, ["x"] * 4, ["1"] * 4, two, combine="quality", num_generations=8,
-                             val_num_generations=2)) == 4  # fmt: skip
+    assert (
+        len(
+            compute_score(
+                ["a"] * 4, ["x"] * 4, ["1"] * 4, two, combine="quality", num_generations=8, val_num_generations=2
+            )
+        )
+        == 4
+    )
     assert VerlSettings(num_generations=8).group_sizes(validate=True) == (1,)
     assert VerlSettings(num_generations=8).group_sizes(validate=False) == (8,)
     assert VerlSettings().group_sizes(validate=None) == ()
@@ -62,14 +76,25 @@ def test_validation_batches_have_groups_of_one_with_the_training_settings():
 def test_groups_of_the_wrong_size_raise(indices, match):
     extra = [{"index": i} for i in indices]
     with pytest.raises(ValueError, match=match):
-        compute_score(["a"] * len(indices), ["x"] * len(indices), ["1"] * len(indices), extra, combine="quality",
-                      num_generations=3)  # fmt: skip
+        compute_score(
+            ["a"] * len(indices),
+            ["x"] * len(indices),
+            ["1"] * len(indices),
+            extra,
+            combine="quality",
+            num_generations=3,
+        )
 
 
 def test_compute_score_quality_only_and_bad_settings():
     extra = [{"index": 0}] * 2 + [{"index": 1}] * 2
-    scores = compute_score(["a"] * 4, ["\\boxed{4}", "\\boxed{5}", "\\boxed{1}", "\\boxed{1}"], ["4", "4", "1", "2"],
-                           extra, combine="quality")  # fmt: skip
+    scores = compute_score(
+        ["a"] * 4,
+        ["\\boxed{4}", "\\boxed{5}", "\\boxed{1}", "\\boxed{1}"],
+        ["4", "4", "1", "2"],
+        extra,
+        combine="quality",
+    )
     assert [s["score"] for s in scores] == [1.0, 0.0, 1.0, 0.0]
     with pytest.raises(ValueError, match="classifier="):
         compute_score(["a"] * 4, ["x"] * 4, ["1"] * 4, extra)
@@ -128,8 +153,12 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
     clf = EquivalenceClassifier.from_pretrained(any_export)  # either kind
     threshold = threshold_where_options_matter(clf)
 
-    env = {**os.environ, "PYTHONPATH": str(VERL_DEPS), "RAY_USAGE_STATS_ENABLED": "0",
-           "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets")}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(VERL_DEPS),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"),
+    }
     argv = [sys.executable, str(SCRIPT), str(any_export), str(smollm2_dir), repr(threshold), str(tmp_path)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

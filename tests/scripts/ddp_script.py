@@ -19,8 +19,18 @@ if __name__ == "__main__":
     data = write_jsonl(work / "pairs.jsonl", synthetic_pairs(64))
     cfg = build_config(
         "cpu-cross",
-        overrides=dict(backbone=str(backbone), max_steps=4, batch_size=4, max_tokens_per_response=16, freeze_layers=0,
-                       strategy="ddp", devices="2", accelerator="cpu", threads=1, val_fraction=0.25),
-    )  # fmt: skip
+        overrides=dict(
+            backbone=str(backbone),
+            max_steps=4,
+            batch_size=4,
+            max_tokens_per_response=16,
+            freeze_layers=0,
+            strategy="ddp",
+            devices="2",
+            accelerator="cpu",
+            threads=1,
+            val_fraction=0.25,
+        ),
+    )
     result = train_classifier(cfg, data, work / "clf", progress=False)
     print("RESULT " + json.dumps({"step": result.global_step, "exported": result.model is not None}), flush=True)

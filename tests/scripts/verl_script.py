@@ -65,11 +65,13 @@ def manager(num_examine: int = 0, **options):
     """What verl's main_ppo builds from the README's config lines: reward_fn (num_examine=0) and, from the same
     reward kwargs, val_reward_fn (num_examine=1)."""
     kwargs = {"classifier": classifier, "threshold": threshold, "num_generations": 4, **options}
-    config = OmegaConf.create({
-        "reward_model": {"reward_manager": "batch", "sandbox_fusion": None},
-        "custom_reward_function": {"path": verl_reward.__file__, "name": "compute_score", "reward_kwargs": kwargs},
-        "data": {"reward_fn_key": "data_source"},
-    })  # fmt: skip
+    config = OmegaConf.create(
+        {
+            "reward_model": {"reward_manager": "batch", "sandbox_fusion": None},
+            "custom_reward_function": {"path": verl_reward.__file__, "name": "compute_score", "reward_kwargs": kwargs},
+            "data": {"reward_fn_key": "data_source"},
+        }
+    )
     return load_reward_manager(config, tok, num_examine=num_examine)
 
 

@@ -69,8 +69,13 @@ def rollout(gen_batch: DataProto, texts: list[str], tok, response_length: int = 
         mask[i, : len(tokens)] = 1
     prompts = gen_batch.batch["input_ids"]
     attention = torch.cat([gen_batch.batch["attention_mask"], mask], 1)
-    tensors = {"prompts": prompts, "responses": ids, "input_ids": torch.cat([prompts, ids], 1),
-               "attention_mask": attention, "position_ids": (attention.cumsum(-1) - 1).clamp(min=0)}  # fmt: skip
+    tensors = {
+        "prompts": prompts,
+        "responses": ids,
+        "input_ids": torch.cat([prompts, ids], 1),
+        "attention_mask": attention,
+        "position_ids": (attention.cumsum(-1) - 1).clamp(min=0),
+    }
     return DataProto.from_dict(tensors=tensors)
 
 
