@@ -85,13 +85,11 @@ def _cmd(*parts: object) -> str:
     return " ".join(f'"{p}"' if str(p).startswith("$RUN") else shlex.quote(str(p)) for p in parts)
 
 
-def stage_commands(config: PipelineConfig) -> list[StageCommands]:
-    """Each stage's block of ``commands.sh``: the same ``Step`` objects ``stages.py`` runs, rendered."""
-    c, gpu, run = config, config.preset == "paper", config.run
-    files = input_files(config)
-    rel = lambda p: "$RUN/" + str(Path(p).relative_to(run))  # noqa: E731
-    stages = []
+def _rel(config: PipelineConfig, path: Path) -> str:
+    return "$RUN/" + str(Path(path).relative_to(config.run))
 
+
+def _datagen_block(c: PipelineConfig) -> StageCommands:
     if c.datagen == "champ":
         s = StageCommands("datagen", "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)")
     else:
@@ -102,24 +100,25 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
             else f"{c.rollout_engine} engine"
         )
         s = StageCommands("datagen", where, gpu_only=c.rollout_engine == "vllm")
-        s.lines.append(f"# generators (names, models, per-model limits): {rel(files['generators'])}")
-    s.lines.append(datagen_step(c).line(run))
-    stages.append(s)
+        s.lines.append(f"# generators (names, models, per-model limits): {_rel(c, input_files(c)['generators'])}")
+    s.lines.append(datagen_step(c).line(c.run))
+    return s
 
-    stages.append(StageCommands("pairs", "CPU (math-verify), seconds to minutes", [pairs_step(c).line(run)]))
 
+def _labels_block(c: PipelineConfig) -> StageCommands:
     if c.judge_engine == "vllm":
         where = f"{c.judge_model} in process (vLLM), tensor parallel {c.judge_tensor_parallel} (70B in bf16: 4 x 80 GB)"
     else:
         where = f"CPU: {c.judge_model} in process ({c.judge_engine} engine), both orders, ~5 s per call on 1 core"
-    stages.append(StageCommands("labels", where, [labels_step(c).line(run)], gpu_only=c.judge_engine == "vllm"))
+    return StageCommands("labels", where, [labels_step(c).line(c.run)], gpu_only=c.judge_engine == "vllm")
 
-    if gpu:
-        s = StageCommands(
-            "classifier",
-            f"Qwen3-Embedding-4B, bf16, gradient checkpointing, {c.classifier_devices} GPUs ({c.classifier_strategy})",
-            gpu_only=True,
+
+def _classifier_block(c: PipelineConfig) -> StageCommands:
+    if c.needs_gpu:
+        where = (
+            f"Qwen3-Embedding-4B, bf16, gradient checkpointing, {c.classifier_devices} GPUs ({c.classifier_strategy})"
         )
+        s = StageCommands("classifier", where, gpu_only=True)
     else:
         s = StageCommands("classifier", "CPU, 1-2 minutes: the packaged MiniLM encoder, a few optimiser steps")
         s.lines.append(
@@ -127,53 +126,56 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
             f"labels, plus {c.fallback_pairs} of the built-in NoveltyBench human pairs when the judge "
             f"gives fewer than {c.min_labels_per_class} labels of either class."
         )
-    s.lines.append(classifier_step(c).line(run))
-    stages.append(s)
+    s.lines.append(classifier_step(c).line(c.run))
+    return s
 
-    if gpu:
-        s = StageCommands(
-            "rl",
-            "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, vLLM colocate generation)",
-            gpu_only=True,
-        )
-        serve = serve_step(c)
-        rl = rl_step(c, classifier_urls=SERVED_URLS)
-        s.lines += [
-            serve.line(run) + " &",
-            "SERVER=$!; trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
-            "until curl -sf http://127.0.0.1:8001/health >/dev/null; do sleep 10; done  # both replicas up",
-            "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 "
-            + _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", rel(files["accelerate"]), "-m")
-            + " "
-            + rl.line(run),
-            'kill "$SERVER"; trap - EXIT  # free GPUs 6-7 for the evaluations',
-        ]
-    else:
-        s = StageCommands("rl", "CPU, 1-2 minutes: SmolLM2-135M policy, built-in arithmetic problems, TRL GRPOTrainer")
-        s.lines.append(rl_step(c).line(run))
-    stages.append(s)
 
+def _rl_block(c: PipelineConfig) -> StageCommands:
+    if not c.needs_gpu:
+        where = "CPU, 1-2 minutes: SmolLM2-135M policy, built-in arithmetic problems, TRL GRPOTrainer"
+        return StageCommands("rl", where, [rl_step(c).line(c.run)])
+    where = "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, vLLM colocate generation)"
+    launch = _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", _rel(c, input_files(c)["accelerate"]))
+    lines = [
+        serve_step(c).line(c.run) + " &",
+        "SERVER=$!; trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
+        "until curl -sf http://127.0.0.1:8001/health >/dev/null; do sleep 10; done  # both replicas up",
+        f"CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 {launch} -m {rl_step(c, classifier_urls=SERVED_URLS).line(c.run)}",
+        'kill "$SERVER"; trap - EXIT  # free GPUs 6-7 for the evaluations',
+    ]
+    return StageCommands("rl", where, lines, gpu_only=True)
+
+
+def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
     where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: both models through the hf engine"
-    s = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
-    s.lines.append(
-        f"# {EVAL_MODELS[0]} = {config.policy()}, {EVAL_MODELS[1]} = $RUN/rl/final, each named "
+    math = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
+    math.lines.append(
+        f"# {EVAL_MODELS[0]} = {c.policy()}, {EVAL_MODELS[1]} = $RUN/rl/final, each named "
         f"'{EVAL_NAME}' so both draw the same seeds (a paired comparison); prompts as in RL"
     )
-    s.lines += [step.line(run) for step in eval_math_steps(c).values()]
-    stages.append(s)
-
+    math.lines += [step.line(c.run) for step in eval_math_steps(c).values()]
+    vllm = c.novelty_engine == "vllm"
     where = (
-        "vLLM generation; the classifier in process"
-        if c.novelty_engine == "vllm"
-        else "CPU: hf generation, the fresh classifier in process"
+        "vLLM generation; the classifier in process" if vllm else "CPU: hf generation, the fresh classifier in process"
     )
-    s = StageCommands(
-        "eval-novelty",
-        where + "; no reward model, so quality = 1 and utility measures diversity only",
-        gpu_only=c.novelty_engine == "vllm",
+    novelty = StageCommands(
+        "eval-novelty", where + "; no reward model, so quality = 1 and utility measures diversity only", gpu_only=vllm
     )
-    s.lines += [step.line(run) for step in eval_novelty_steps(c).values()]
-    stages.append(s)
+    novelty.lines += [step.line(c.run) for step in eval_novelty_steps(c).values()]
+    return [math, novelty]
+
+
+def stage_commands(config: PipelineConfig) -> list[StageCommands]:
+    """Each stage's block of ``commands.sh``: the same ``Step`` objects ``stages.py`` runs, rendered."""
+    pairs = StageCommands("pairs", "CPU (math-verify), seconds to minutes", [pairs_step(config).line(config.run)])
+    stages = [
+        _datagen_block(config),
+        pairs,
+        _labels_block(config),
+        _classifier_block(config),
+        _rl_block(config),
+        *_eval_blocks(config),
+    ]
     assert tuple(st.name for st in stages) == STAGES
     return stages
 

@@ -102,6 +102,26 @@ def _shell_stage(config: PipelineConfig, stage: StageCommands) -> Callable[[Any]
     return run
 
 
+def _write_only(
+    config: PipelineConfig, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """A dry run, or a GPU preset on a machine without CUDA: commands.sh and the manifest, no stage runs."""
+    if config.dry_run:
+        status = "dry-run"
+        log(f"dry run: wrote {commands} (nothing was run)")
+    else:
+        status = "needs-gpu"
+        log(
+            f"the {config.preset} preset needs CUDA GPUs (torch.cuda.is_available() is False here): wrote "
+            f"{commands} and ran nothing; run it on a GPU node (`bash {commands}`, or this command "
+            "there)"
+        )
+    log(commands.read_text())
+    records = StageBook(config.run).records  # stages an earlier run finished, if any
+    result.update(status=status, stages=records, manifest=write_manifest(config, records, argv, status))
+    return result
+
+
 def run_pipeline(
     config: PipelineConfig,
     progress: bool = True,
@@ -118,21 +138,7 @@ def run_pipeline(
     commands, stage_cmds = write_commands(config)
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
     if config.dry_run or (config.needs_gpu and not _cuda_available()):
-        if config.dry_run:
-            status = "dry-run"
-            log(f"dry run: wrote {commands} (nothing was run)")
-        else:
-            status = "needs-gpu"
-            log(
-                f"the {config.preset} preset needs CUDA GPUs (torch.cuda.is_available() is False here): wrote "
-                f"{commands} and ran nothing; run it on a GPU node (`bash {commands}`, or this command "
-                "there)"
-            )
-        log(commands.read_text())
-        records = StageBook(config.run).records  # stages an earlier run finished, if any
-        result.update(status=status, stages=records, manifest=write_manifest(config, records, argv, status))
-        return result
-
+        return _write_only(config, commands, result, argv, log)
     from darling.pipeline import stages as impl
 
     if config.threads:

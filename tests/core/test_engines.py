@@ -337,11 +337,11 @@ print("RESULTS " + json.dumps([{"key": r.request.key, "error": r.error,
 
 @pytest.mark.vllm
 def test_vllm_offline_engine(smollm2_dir, tmp_path):
-    from helpers import vllm_python
+    from helpers import REPO, vllm_python
 
     python = vllm_python()
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "darling").symlink_to(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    (tmp_path / "pkg" / "darling").symlink_to(REPO)
     script = tmp_path / "run_vllm.py"
     script.write_text(VLLM_SCRIPT)
     env = {
