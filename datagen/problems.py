@@ -27,7 +27,11 @@ JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonlines", ".js
 PACKAGED_MATH = Path(__file__).parent / "resources" / "math"
 PACKAGED_SETS = ("aime24", "aime25", "amc23", "hmmt", "minerva_math", "olympiadbench", "gsm8k")
 ALIASES = {"minerva": "minerva_math"}
-BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS)
+# Open-ended prompts shipped with the package (resources/prompts, MIT): no reference answers; the naming
+# prompts of the DARLING-vs-GRPO comparison, split once into training and held-out categories.
+PACKAGED_PROMPTS = Path(__file__).parent / "resources" / "prompts"
+PACKAGED_PROMPT_SETS = ("naming-train", "naming-heldout")
+BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ def builtin_name(spec: str) -> str | None:
 def packaged_problem_file(spec: str) -> Path | None:
     """The packaged file behind a built-in name (``aime24`` -> ``.../resources/math/aime24.jsonl.gz``), or None."""
     name = builtin_name(spec)
+    if name in PACKAGED_PROMPT_SETS:
+        return PACKAGED_PROMPTS / f"{name}.jsonl.gz"
     return PACKAGED_MATH / f"{name}.jsonl.gz" if name in PACKAGED_SETS else None
 
 
@@ -157,7 +163,8 @@ def load_problems(
     folder, a Hugging Face hub name ``owner/name[:split]``, or a built-in set by name: ``champ`` (270
     problems), ``arithmetic`` (200 generated problems) or a packaged test set: ``aime24`` (30), ``aime25``
     (30), ``amc23`` (40), ``hmmt`` (30, February 2025), ``minerva_math`` (272, alias ``minerva``),
-    ``olympiadbench`` (675), ``gsm8k`` (1,319).
+    ``olympiadbench`` (675), ``gsm8k`` (1,319); or the open-ended prompts ``naming-train`` (48) and
+    ``naming-heldout`` (24), which have no reference answers.
 
     Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
     first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each

@@ -19,7 +19,6 @@ from darling.core.shards import atomic_write_bytes
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import ACCELERATE_ZERO3, COMPACT_JUDGE_PROMPT, NOVELTY_PROMPTS, PAPER_GENERATORS
 from darling.pipeline.steps import (
-    EVAL_MODELS,
     EVAL_NAME,
     SERVED_URLS,
     classifier_step,
@@ -34,7 +33,8 @@ from darling.pipeline.steps import (
     serve_step,
 )
 
-STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty")
+# Every stage, in order; a config runs a subsequence (rl-grpo and compare only with grpo_baseline).
+STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "rl-grpo", "eval-math", "eval-novelty", "compare")
 COMMANDS_FILE = "commands.sh"
 
 
@@ -64,7 +64,7 @@ def write_inputs(config: PipelineConfig) -> dict[str, Path]:
     """Write (atomically, identically on every run) the input files the stages and commands.sh use."""
     files = input_files(config)
     contents = {
-        "novelty_prompts": "".join(json.dumps(p) + "\n" for p in NOVELTY_PROMPTS),
+        "novelty_prompts": "".join(json.dumps(p) + "\n" for p in NOVELTY_PROMPTS),  # novelty_prompts=pipeline
         **{
             f"eval_generators:{name}": json.dumps({"generators": [eval_generator(config, model)]}, indent=2) + "\n"
             for name, model in eval_models(config).items()
@@ -121,19 +121,38 @@ def _classifier_block(c: PipelineConfig) -> StageCommands:
         s = StageCommands("classifier", where, gpu_only=True)
     else:
         s = StageCommands("classifier", "CPU, 1-2 minutes: the packaged MiniLM encoder, a few optimiser steps")
-        s.lines.append(
-            "# Before this command the pipeline writes $RUN/classifier/train-pairs.jsonl: the judge's "
-            f"labels, plus {c.fallback_pairs} of the built-in NoveltyBench human pairs when the judge "
-            f"gives fewer than {c.min_labels_per_class} labels of either class."
-        )
+        if c.classifier_data == "human":
+            what = (
+                f"{c.human_pairs} of the built-in NoveltyBench human-labelled pairs (by design: a 135M judge cannot "
+                "label strategies; its verdicts are reported, not trained on)"
+            )
+        else:
+            what = (
+                f"the judge's labels, plus {c.human_pairs} of the built-in NoveltyBench human pairs when the judge "
+                f"gives fewer than {c.min_labels_per_class} labels of either class"
+            )
+        s.lines.append(f"# Before this command the pipeline writes $RUN/classifier/train-pairs.jsonl: {what}.")
     s.lines.append(classifier_step(c).line(c.run))
     return s
 
 
-def _rl_block(c: PipelineConfig) -> StageCommands:
-    if not c.needs_gpu:
-        where = "CPU, 1-2 minutes: SmolLM2-135M policy, built-in arithmetic problems, TRL GRPOTrainer"
-        return StageCommands("rl", where, [rl_step(c).line(c.run)])
+def _rl_blocks(c: PipelineConfig) -> list[StageCommands]:
+    if c.needs_gpu:
+        return [_rl_gpu_block(c)]
+    step = rl_step(c)
+    settings = step.config.to_dict()
+    where = (
+        f"CPU, minutes: {c.policy()} policy, {settings['problems']} problems, TRL GRPOTrainer, "
+        f"{settings['max_steps']} steps"
+    )
+    blocks = [StageCommands("rl", where + ", the DARLING reward", [step.line(c.run)])]
+    if c.grpo_baseline:
+        line = rl_step(c, grpo=True).line(c.run)
+        blocks.append(StageCommands("rl-grpo", where + ": the GRPO baseline, the same settings and seeds", [line]))
+    return blocks
+
+
+def _rl_gpu_block(c: PipelineConfig) -> StageCommands:
     where = "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, vLLM colocate generation)"
     launch = _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", _rel(c, input_files(c)["accelerate"]))
     lines = [
@@ -147,12 +166,10 @@ def _rl_block(c: PipelineConfig) -> StageCommands:
 
 
 def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
-    where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: both models through the hf engine"
+    where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: each model through the hf engine"
     math = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
-    math.lines.append(
-        f"# {EVAL_MODELS[0]} = {c.policy()}, {EVAL_MODELS[1]} = $RUN/rl/final, each named "
-        f"'{EVAL_NAME}' so both draw the same seeds (a paired comparison); prompts as in RL"
-    )
+    models = ", ".join(f"{name} = {_text_path(c, model)}" for name, model in eval_models(c).items())
+    math.lines.append(f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired); math prompts")
     math.lines += [step.line(c.run) for step in eval_math_steps(c).values()]
     vllm = c.novelty_engine == "vllm"
     where = (
@@ -162,7 +179,20 @@ def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
         "eval-novelty", where + "; no reward model, so quality = 1 and utility measures diversity only", gpu_only=vllm
     )
     novelty.lines += [step.line(c.run) for step in eval_novelty_steps(c).values()]
-    return [math, novelty]
+    blocks = [math, novelty]
+    if c.grpo_baseline:
+        compare = StageCommands("compare", "CPU, seconds: recomputed from the saved generations and training logs")
+        compare.lines.append(
+            "# No command of its own: darling.pipeline.compare reads eval-novelty/*/scores.parquet and "
+            "rl*/log_history.json -> compare/compare.json, compare/curves.png (paired bootstrap over prompts)"
+        )
+        blocks.append(compare)
+    return blocks
+
+
+def _text_path(c: PipelineConfig, model: str) -> str:
+    root = str(c.run)
+    return "$RUN" + model[len(root) :] if model.startswith(root + "/") else model
 
 
 def stage_commands(config: PipelineConfig) -> list[StageCommands]:
@@ -173,10 +203,11 @@ def stage_commands(config: PipelineConfig) -> list[StageCommands]:
         pairs,
         _labels_block(config),
         _classifier_block(config),
-        _rl_block(config),
+        *_rl_blocks(config),
         *_eval_blocks(config),
     ]
-    assert tuple(st.name for st in stages) == STAGES
+    names = [st.name for st in stages]
+    assert names == [name for name in STAGES if name in names]
     return stages
 
 
@@ -191,7 +222,7 @@ def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:
         head.append("# GPU-only: meant for one node with 8 x 80 GB GPUs (CUDA); nothing here runs on a CPU machine.")
         head.append("# Check the model and dataset names in inputs/ against your hub mirror before starting.")
     else:
-        head.append("# CPU: what `darling pipeline --preset cpu` runs in process (about 10 minutes on 2 cores).")
+        head.append("# CPU: what `darling pipeline --preset cpu` runs in process (about 12 minutes on 2 cores).")
     lines = [*head, "set -euo pipefail", f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", ""]
     for i, stage in enumerate(stages, 1):
         lines += [f"# == {i}/{len(stages)} {stage.name} — {stage.describe()}", *stage.lines, ""]

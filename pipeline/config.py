@@ -20,6 +20,8 @@ from darling.core.errors import UserInputError
 # Not part of a run's identity: they change how fast or where a run goes, not what it computes.
 NOT_IDENTITY = ("output", "dry_run", "threads", "keep_checkpoints")
 IN_PROCESS_ENGINES = ("hf", "vllm")
+CLASSIFIER_DATA = ("judge", "human")
+PIPELINE_PROMPTS = "pipeline"  # novelty_prompts: the six prompts the pipeline writes to RUN/inputs
 
 
 @dataclass(kw_only=True)
@@ -74,8 +76,19 @@ class PipelineConfig(CommandConfig):
     classifier_devices: str | None = option(None, help="Lightning devices of train-classifier.")
     classifier_strategy: str | None = option(None, help="Lightning strategy of train-classifier.")
     classifier_options: dict[str, Any] = option(factory=dict, help="Any ClassifierTrainConfig field (key=value).")
+    classifier_data: str = option(
+        "judge",
+        choices=CLASSIFIER_DATA,
+        help="judge: the judge's labels (NoveltyBench's human pairs mixed in when the judge gives too few of a "
+        "class); human: NoveltyBench's human-labelled pairs by design (the judge stage still runs and its "
+        "verdicts are reported).",
+    )
     min_labels_per_class: int = option(8, help="Fewer judge labels of a class -> mix in NoveltyBench's human pairs.")
-    fallback_pairs: int = option(200, help="NoveltyBench pairs mixed in (a seeded sample of the built-in 1,000).")
+    human_pairs: int = option(
+        200,
+        help="NoveltyBench human-labelled pairs (a seeded sample of the built-in 1,000): the classifier's data with "
+        "classifier_data=human, the mix-in otherwise.",
+    )
     # -- rl
     rl_preset: str = option("cpu", help="rl-train preset.")
     rl_steps: int | None = option(4, help="RL optimiser steps (none: the preset's).")
@@ -83,6 +96,11 @@ class PipelineConfig(CommandConfig):
     rl_max_completion_length: int | None = option(None, help="Max new tokens per RL rollout (none: the preset's).")
     rl_save_steps: int = option(2, help="RL checkpoint interval (steps).")
     rl_options: dict[str, Any] = option(factory=dict, help="Any RLTrainConfig field (key=value).")
+    grpo_baseline: bool = option(
+        False,
+        help="Also train the GRPO baseline (rl-grpo/: the same settings and seeds, quality only) and compare it "
+        "with DARLING on the novelty prompts (compare/).",
+    )
     keep_checkpoints: bool = option(False, help="Keep rl/checkpoint-* once rl/final is saved (1.6 GB each on CPU).")
     base_model: str | None = option(None, help="The policy before RL (none: the rl preset's policy).")
     # -- eval math
@@ -93,7 +111,12 @@ class PipelineConfig(CommandConfig):
     eval_max_tokens: int = option(64, help="eval math: max new tokens.")
     eval_engine: str = option("hf", choices=IN_PROCESS_ENGINES, help="Engine of eval math.")
     # -- eval novelty
-    novelty_limit: int | None = option(6, help="eval novelty: first N of the package's open-ended prompts.")
+    novelty_prompts: str = option(
+        PIPELINE_PROMPTS,
+        help="eval novelty prompts: pipeline (six open-ended prompts, RUN/inputs/novelty-prompts.jsonl), or a "
+        "prompt file or packaged set (naming-heldout: 24 naming prompts no RL run trains on).",
+    )
+    novelty_limit: int | None = option(6, help="eval novelty: first N prompts.")
     novelty_k: int = option(4, help="eval novelty: responses per prompt.")
     novelty_temperature: float = option(1.0, help="eval novelty: temperature.")
     novelty_max_tokens: int = option(64, help="eval novelty: max new tokens.")
@@ -161,8 +184,10 @@ class PipelineConfig(CommandConfig):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UserInputError(f"{name} must be >= 1 (or unset), got {value}")
-        if self.fallback_pairs < 0:
-            raise UserInputError(f"fallback_pairs must be >= 0, got {self.fallback_pairs}")
+        if self.human_pairs < 0:
+            raise UserInputError(f"human_pairs must be >= 0, got {self.human_pairs}")
+        if self.classifier_data == "human" and self.human_pairs < 40:
+            raise UserInputError(f"classifier_data=human needs human_pairs >= 40, got {self.human_pairs}")
         if self.datagen == "generate" and len(self.rollout_models) == 1 and self.cross_model_only:
             raise UserInputError("one rollout model gives no cross-model pairs: --no-cross-model-only")
         if not self.eval_problems:

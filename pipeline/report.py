@@ -16,23 +16,19 @@ from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import packaged_problem_file
 from darling.pipeline.commands import COMMANDS_FILE
 from darling.pipeline.config import PipelineConfig, to_json
+from darling.pipeline.policy_report import (
+    compare_section,
+    eval_math_section,
+    eval_novelty_section,
+    fmt,
+    policy_note,
+    rl_section,
+)
 from darling.pipeline.steps import input_files
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
 VERSIONED = ("darling", "torch", "transformers", "trl", "lightning", "vllm", "math-verify", "polars")
-
-
-def _f(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
 
 
 def _header(name: str, record: dict[str, Any], title: str, links: list[tuple[str, str]]) -> list[str]:
@@ -115,90 +111,7 @@ def _classifier(s: dict[str, Any]) -> list[str]:
         "| --- | ---: |",
     ]
     keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
-    lines += [f"| {k} | {_f(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
-    return [*lines, ""]
-
-
-def _rl(s: dict[str, Any]) -> list[str]:
-    lines = [
-        f"TRL GRPOTrainer with the DARLING reward (quality × diversity, advantages r − mean): policy "
-        f"`{s['policy']}`, problems `{s['problems']}`, {s['num_generations']} completions per prompt, "
-        f"≤ {s['max_completion_length']} tokens, lr {s['learning_rate']}, temperature {s['temperature']}.",
-        "",
-        "| step | reward | quality | diversity | distinct / group | classifier pairs (saved) | loss |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for st in s["steps"]:
-        lines.append(
-            f"| {st['step']} | {_f(st.get('reward'))} | {_f(st.get('darling/quality'))} | "
-            f"{_f(st.get('darling/diversity'))} | {_f(st.get('darling/distinct_per_group'), 2)} | "
-            f"{_f(st.get('darling/classifier_pairs'), 0)} ({_f(st.get('darling/classifier_pairs_saved'), 0)}) "
-            f"| {_f(st.get('loss'), 4)} |"
-        )
-    change = s["max_weight_change"]
-    lines += [
-        "",
-        f"- steps with a non-zero reward: {s['steps_with_nonzero_reward']} of {len(s['steps'])}",
-        f"- largest weight change vs the base policy: {'n/a' if change is None else f'{change:.2e}'}",
-    ]
-    if s["steps_with_nonzero_reward"] == 0:
-        lines.append(
-            "- **no learning signal:** every reward was 0 (reward = quality × diversity: in every group "
-            "either no response was correct or the classifier put all responses in one class), so every "
-            "advantage was 0 and the policy did not move."
-        )
-    if s["checkpoints_pruned"]:
-        lines.append(
-            f"- checkpoints {', '.join(s['checkpoints_pruned'])} were deleted once `rl/final` was saved "
-            "(keep them with `--keep-checkpoints`)"
-        )
-    lines += [
-        "",
-        "Per-step log: [`rl/log_history.json`](rl/log_history.json); settings: "
-        "[`rl/darling-rl.json`](rl/darling-rl.json); policy: [`rl/final/`](rl/final/).",
-        "",
-    ]
-    return lines
-
-
-def _eval_math(s: dict[str, Any]) -> list[str]:
-    ks = s["ks"]
-    lines = [
-        f"{', '.join(s['datasets'])}: n = {s['n']} samples per problem at temperature {s['temperature']}, "
-        f"≤ {s['max_tokens']} tokens, graded by math-verify; unbiased pass@k in % (mean over datasets).",
-        "",
-        "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " | report |",
-        "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |",
-    ]
-    for name, m in s["models"].items():
-        cells = " | ".join(_pct(m["pass@k"].get(str(k))) for k in ks)
-        lines.append(
-            f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
-            f"[report](eval-math/{name}/report.md) · [metrics](eval-math/{name}/metrics.json) |"
-        )
-    return [
-        *lines,
-        "",
-        "Paired comparison: both models draw the same sampling seeds (each is evaluated in its own "
-        "folder under the same model name), so identical weights would give identical samples.",
-        "",
-    ]
-
-
-def _eval_novelty(s: dict[str, Any]) -> list[str]:
-    lines = [
-        f"The package's own open-ended prompts ([`{Path(s['prompts']).name}`](inputs/{Path(s['prompts']).name})), "
-        "partitioned by the freshly exported classifier. "
-        f"Quality: {s['quality']}.",
-        "",
-        "| model | prompts | k | mean distinct | mean utility | threshold | report |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for name, m in s["models"].items():
-        lines.append(
-            f"| {name} | {m['n_prompts']} | {m['k']} | {_f(m['mean_distinct'])} | {_f(m['mean_utility'])} | "
-            f"{_f(m['threshold'])} | [report](eval-novelty/{name}/report.md) |"
-        )
+    lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
     return [*lines, ""]
 
 
@@ -211,23 +124,12 @@ SECTIONS = {
         _classifier,
         [("validation metrics", "classifier/training/validation/metrics.json"), ("model card", "classifier/README.md")],
     ),
-    "rl": ("5. DARLING RL", _rl, []),
-    "eval-math": ("6. Math before/after RL: pass@k", _eval_math, []),
-    "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", _eval_novelty, []),
+    "rl": ("5. DARLING RL", rl_section, []),
+    "rl-grpo": ("5b. The GRPO baseline: the same run, quality only", rl_section, []),
+    "eval-math": ("6. Math before/after RL: pass@k", eval_math_section, []),
+    "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", eval_novelty_section, []),
+    "compare": ("8. DARLING against GRPO on held-out prompts", compare_section, []),
 }
-
-
-def _policy_note(records: dict[str, dict[str, Any]]) -> list[str]:
-    change = (records.get("rl", {}).get("summary") or {}).get("max_weight_change")
-    if change is None:
-        return []
-    if change == 0:
-        return [
-            "**RL left the weights unchanged (section 5): both rows evaluate the same model, so their "
-            "difference is sampling noise only.**",
-            "",
-        ]
-    return [f"The RL policy differs from the base by at most {change:.2e} per weight (section 5).", ""]
 
 
 def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> str:
@@ -244,14 +146,21 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
     ]
     for name in SECTIONS:
         r = records.get(name, {})
-        lines.append(f"| {name} | {r.get('status', 'not run')} | {_f(r.get('seconds'), 1)} |")
+        lines.append(f"| {name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
     if config.preset == "cpu":
         lines += [
-            "A smoke-scale chain on 2 CPU cores: a 135M judge and policy and a few optimiser steps exercise "
-            "every stage end to end; the numbers are not evidence of quality.",
+            "A small chain on 2 CPU cores. What it measures is section 8: DARLING against GRPO (the same "
+            "policy, prompts, seeds and steps; only the reward differs) on held-out prompts, with intervals. "
+            "The other stages exercise the toolkit end to end at a size that is not evidence of quality: a 135M "
+            "judge, a classifier trained for a few steps, pass@k on a few arithmetic problems.",
             "",
         ]
+        if not config.grpo_baseline:
+            lines[-2] = (
+                "A smoke-scale chain on 2 CPU cores (no GRPO baseline: grpo_baseline is off): the numbers "
+                "exercise the stages and are not evidence of quality."
+            )
     for name, (title, render, links) in SECTIONS.items():
         r = records.get(name, {})
         lines += _header(name, r, title, links)
@@ -261,7 +170,7 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         elif r.get("status") == "done" and summary:
             lines += render(summary)
             if name == "eval-math":
-                lines += _policy_note(records)
+                lines += policy_note(records)
         elif r.get("error"):
             lines += [f"Error: `{r['error']}`", ""]
     return "\n".join(lines)

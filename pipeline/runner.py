@@ -139,6 +139,7 @@ def run_pipeline(
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
     if config.dry_run or (config.needs_gpu and not _cuda_available()):
         return _write_only(config, commands, result, argv, log)
+    from darling.pipeline import policy_stages
     from darling.pipeline import stages as impl
 
     if config.threads:
@@ -147,8 +148,14 @@ def run_pipeline(
         torch.set_num_threads(config.threads)
     book = StageBook(config.run)
     ctx = impl.Context(config, progress, log)
-    runners = {s.name: _shell_stage(config, s) for s in stage_cmds} if config.needs_gpu else impl.RUNNERS
-    total = len(STAGES)
+    for note in impl.plan_notes(config):  # what the chain does by design, said before it starts
+        log(f"note: {note}")
+    runners = (
+        {s.name: _shell_stage(config, s) for s in stage_cmds}
+        if config.needs_gpu
+        else {**impl.RUNNERS, **policy_stages.RUNNERS}
+    )
+    total = len(stage_cmds)
     for i, stage in enumerate(stage_cmds, 1):
         name = stage.name
         if book.done(name):

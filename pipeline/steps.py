@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.config import CommandConfig, base_type, coerce, field_types
-from darling.pipeline.config import PipelineConfig
+from darling.pipeline.config import PIPELINE_PROMPTS, PipelineConfig
 
 EVAL_MODELS = ("base", "darling-rl")  # eval-math/<name>/ and eval-novelty/<name>/
+GRPO_MODEL = "grpo-rl"  # the GRPO baseline's policy, evaluated beside them with grpo_baseline
 # eval-math names the model this in both folders: per-request seeds derive from the name, so both models draw
 # the same seeds and the before/after comparison is paired (identical weights give identical samples).
 EVAL_NAME = "policy"
@@ -114,8 +115,8 @@ def field_type_is_list(cls: type, name: str) -> bool:
 def input_files(config: PipelineConfig) -> dict[str, Path]:
     """The pipeline-written inputs this config uses (role -> path under RUN/inputs)."""
     root = config.run / INPUTS
-    files = {"novelty_prompts": root / "novelty-prompts.jsonl"}
-    files.update({f"eval_generators:{name}": root / f"eval-math-{name}.json" for name in EVAL_MODELS})
+    files = {"novelty_prompts": root / "novelty-prompts.jsonl"} if config.novelty_prompts == PIPELINE_PROMPTS else {}
+    files.update({f"eval_generators:{name}": root / f"eval-math-{name}.json" for name in eval_models(config)})
     if config.judge_prompt == "compact":
         files["judge_prompt"] = root / "judge-prompt.txt"
     if config.datagen == "generate":
@@ -126,8 +127,18 @@ def input_files(config: PipelineConfig) -> dict[str, Path]:
 
 
 def eval_models(config: PipelineConfig) -> dict[str, str]:
-    """Before and after RL: name -> model (hub name, alias or path)."""
-    return dict(zip(EVAL_MODELS, (config.policy(), str(config.run / "rl" / "final")), strict=True))
+    """Before and after RL (and the GRPO baseline's policy, if trained): name -> model (hub name, alias or path)."""
+    models = dict(zip(EVAL_MODELS, (config.policy(), str(config.run / "rl" / "final")), strict=True))
+    if config.grpo_baseline:
+        models[GRPO_MODEL] = str(config.run / "rl-grpo" / "final")
+    return models
+
+
+def novelty_prompts(config: PipelineConfig) -> str:
+    """The prompts of eval novelty: the file the pipeline writes, or the configured file or packaged set."""
+    if config.novelty_prompts == PIPELINE_PROMPTS:
+        return str(input_files(config)["novelty_prompts"])
+    return config.novelty_prompts
 
 
 def _engine(engine: str, c: PipelineConfig, tensor_parallel: int = 1) -> dict[str, Any]:
@@ -222,11 +233,15 @@ def classifier_step(c: PipelineConfig) -> Step:
     return Step(("train-classifier",), config, params, c.classifier_preset, shell)
 
 
-# rl-train refuses --resume without a checkpoint (and a fresh run over one): resume only what an interrupted run left.
-RL_RESUME = '$( ls -d "$RUN"/rl/checkpoint-* >/dev/null 2>&1 && echo --resume )'
+def rl_resume(folder: str) -> str:
+    """rl-train refuses --resume without a checkpoint (and a fresh run over one): resume only what an interrupted
+    run left."""
+    return f'$( ls -d "$RUN"/{folder}/checkpoint-* >/dev/null 2>&1 && echo --resume )'
 
 
-def rl_step(c: PipelineConfig, classifier_urls: tuple[str, ...] = ()) -> Step:
+def rl_step(c: PipelineConfig, classifier_urls: tuple[str, ...] = (), grpo: bool = False) -> Step:
+    """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
+    only; the classifier then only measures distinct per group for the training curves."""
     from darling.rl.config import RLTrainConfig
 
     options = {
@@ -236,19 +251,22 @@ def rl_step(c: PipelineConfig, classifier_urls: tuple[str, ...] = ()) -> Step:
         "threads": c.threads,
     }
     overrides = {k: v for k, v in options.items() if v is not None}  # unset: the preset's value
-    overrides.update(output=c.run / "rl", classifier=c.run / "classifier", save_steps=c.rl_save_steps, seed=c.seed)
+    folder = "rl-grpo" if grpo else "rl"
+    overrides.update(output=c.run / folder, classifier=c.run / "classifier", save_steps=c.rl_save_steps, seed=c.seed)
     if classifier_urls:
         overrides["classifier_urls"] = list(classifier_urls)
     overrides.update(c.rl_options)
+    if grpo:
+        overrides["diversity"] = False
     config = RLTrainConfig.build(c.rl_preset, overrides=overrides)
-    return Step(("rl-train",), config, {}, c.rl_preset, {"resume": RL_RESUME})
+    return Step(("rl-train",), config, {}, c.rl_preset, {"resume": rl_resume(folder)})
 
 
 def eval_math_steps(c: PipelineConfig) -> dict[str, Step]:
     from darling.evals.config import MathEvalConfig
 
     steps = {}
-    for name in EVAL_MODELS:
+    for name in eval_models(c):
         config = MathEvalConfig(
             output=c.run / "eval-math" / name,
             problems=list(c.eval_problems),
@@ -272,7 +290,7 @@ def eval_novelty_steps(c: PipelineConfig) -> dict[str, Step]:
     for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
         config = NoveltyConfig(
             output=c.run / "eval-novelty" / name,
-            prompts=str(input_files(c)["novelty_prompts"]),
+            prompts=novelty_prompts(c),
             model=model,
             k=c.novelty_k,
             temperature=c.novelty_temperature,

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.rl.quality import QUALITIES
 from darling.rl.reward import NORMS, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
@@ -35,7 +36,9 @@ class RLTrainConfig(CommandConfig):
     # The reward: quality x Norm(diversity) (Eq. 5).
     diversity: bool = option(True, help="The DARLING reward; --no-diversity: the GRPO baseline (quality only).")
     classifier: Path | None = option(
-        None, help="Exported equivalence classifier (train-classifier); needed unless --no-diversity."
+        None,
+        help="Exported equivalence classifier (train-classifier); needed unless --no-diversity. With "
+        "--no-diversity it only measures distinct per group for the logs (the reward never sees it).",
     )
     classifier_urls: list[str] = option(
         factory=list,
@@ -45,6 +48,14 @@ class RLTrainConfig(CommandConfig):
     classifier_threshold: float | None = option(
         None, aliases=("--threshold",), help="Override the classifier's exported decision threshold."
     )
+    quality: str = option(
+        "math",
+        choices=QUALITIES,
+        help="Quality: math (math-verify correctness against the answer); for open-ended prompts such as "
+        "naming-train, short-answer (format: 1 up to --max-words words, max_words/words beyond) or "
+        "relevant-short-answer (format x the answer's MiniLM cosine to the prompt, 0 if it echoes the prompt).",
+    )
+    max_words: int = option(4, help="short-answer: the longest answer with full quality.")
     reward_model: Path | None = option(
         None,
         help="Quality from a reward model (HF sequence classifier, one output; sigmoid of its score) "
@@ -88,6 +99,10 @@ class RLTrainConfig(CommandConfig):
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.reward_model is not None and self.quality != "math":
+            raise UserInputError(f"--reward-model gives the quality; drop --quality {self.quality}")
+        if self.max_words < 1:
+            raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
         if not 0.0 <= self.floor <= 1.0:
             raise UserInputError(f"floor must be in [0, 1], got {self.floor}")
         per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)

@@ -28,9 +28,13 @@ def build_dataset(config: RLTrainConfig):
 
     from darling.datagen.problems import load_problems
 
-    problems = [p for p in load_problems(config.problems, limit=config.limit) if p.reference_answer is not None]
-    if not problems:
-        raise UserInputError(f"{config.problems}: no problems with a reference answer")
+    problems = load_problems(config.problems, limit=config.limit)
+    if config.quality == "math" and not config.reward_model:  # correctness needs a reference answer
+        problems = [p for p in problems if p.reference_answer is not None]
+        if not problems:
+            raise UserInputError(
+                f"{config.problems}: no problems with a reference answer (open-ended prompts: --quality short-answer)"
+            )
     rows = [
         {
             "prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
@@ -43,8 +47,9 @@ def build_dataset(config: RLTrainConfig):
 
 
 def build_scorer(config: RLTrainConfig):
-    """The in-process or vLLM-served classifier, either kind (None for the GRPO baseline)."""
-    if not config.diversity:
+    """The in-process or vLLM-served classifier, either kind; the GRPO baseline gets one only to measure
+    distinct per group for the logs (None without --classifier)."""
+    if config.classifier is None:
         return None
     from darling.classifier.loading import load_scorer
 
@@ -57,13 +62,17 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     from trl import GRPOConfig, GRPOTrainer
 
     from darling.core.local_models import resolve_model
-    from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality, answer_quality
+    from darling.rl.trl_reward import DarlingRewardFunction, OpenEndedQuality, RewardModelQuality, answer_quality
 
     config.validate()  # also a config changed after it was made
     if config.threads:
         torch.set_num_threads(config.threads)
     dataset = dataset if dataset is not None else build_dataset(config)
-    quality = RewardModelQuality(str(config.reward_model)) if config.reward_model else answer_quality
+    quality = answer_quality
+    if config.reward_model:
+        quality = RewardModelQuality(str(config.reward_model))
+    elif config.quality != "math":
+        quality = OpenEndedQuality(config.quality, config.max_words)
     reward = DarlingRewardFunction(config.num_generations, build_scorer(config), config.darling(), quality)
     args = GRPOConfig(
         output_dir=str(config.output),
@@ -141,7 +150,7 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     dataset = None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched
         check_policy(config.policy)
-        if config.diversity:
+        if config.classifier is not None:
             from darling.classifier.export import read_export_meta
 
             read_export_meta(config.classifier)

@@ -15,6 +15,7 @@ from typing import Any
 
 from darling.rl.darling import darling_rewards, math_quality
 from darling.rl.partition import Scorer
+from darling.rl.quality import distinct_answers, open_ended_quality
 from darling.rl.reward import DarlingConfig
 
 QualityFn = Callable[[Sequence[str], Sequence[str], dict[str, list[Any]]], list[float]]  # prompts, completions, columns
@@ -39,6 +40,17 @@ def answer_quality(prompts: Sequence[str], completions: Sequence[str], columns: 
     if "answer" not in columns:
         raise KeyError("the math quality needs an 'answer' column in the training dataset")
     return math_quality(completions, columns["answer"])
+
+
+class OpenEndedQuality:
+    """Quality for open-ended prompts by name (``darling.rl.quality``): ``short-answer`` (format) or
+    ``relevant-short-answer`` (format x relevance to the prompt)."""
+
+    def __init__(self, name: str, max_words: int = 4):
+        self.score = open_ended_quality(name, max_words)
+
+    def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
+        return self.score(prompts, [c.strip() for c in completions])
 
 
 class RewardModelQuality:
@@ -99,7 +111,8 @@ class DarlingRewardFunction:
             log_metric("darling/quality", sum(quality) / len(quality))
             log_metric("darling/diversity", _mean(flat(result.diversity)))
             log_metric("darling/reward", _mean(flat(result.rewards)))
-            log_metric("darling/distinct_per_group", _mean(result.distinct))
+            log_metric("darling/distinct_per_group", _mean(result.distinct))  # classes of the classifier
+            log_metric("darling/distinct_answers", _mean([distinct_answers(g) for g in groups]))  # no classifier
             log_metric("darling/classifier_pairs", float(result.stats.pairs_decided))
             log_metric("darling/classifier_pairs_saved", float(result.stats.pairs_saved))
             log_metric("darling/classifier_texts_embedded", float(result.stats.texts_embedded))

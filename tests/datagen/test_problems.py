@@ -67,7 +67,13 @@ def test_real_math_files(name):
 
 
 def test_packaged_sets_by_name_alias_and_licence():
-    assert set(PACKAGED_SETS) == set(REAL_FILES) and set(BUILTIN_SOURCES) == {"champ", "arithmetic", *REAL_FILES}
+    assert set(PACKAGED_SETS) == set(REAL_FILES) and set(BUILTIN_SOURCES) == {
+        "champ",
+        "arithmetic",
+        "naming-train",
+        "naming-heldout",
+        *REAL_FILES,
+    }
     assert load_problems("minerva") == load_problems("minerva_math")  # alias: the same ids either way
     assert "MIT License" in (MATH_SETS / "LICENSE").read_text()
     assert sorted(p.name for p in MATH_SETS.glob("*.jsonl.gz")) == sorted(f"{n}.jsonl.gz" for n in REAL_FILES)

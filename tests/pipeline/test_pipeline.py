@@ -16,7 +16,7 @@ from darling.core.errors import UserInputError
 from darling.pipeline import build_config
 from darling.pipeline.commands import STAGES
 
-# Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 1 RL step, tiny evaluations.
+# Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations.
 SMALL = [
     "--datagen-limit",
     2,
@@ -26,18 +26,18 @@ SMALL = [
     3,
     "--classifier-steps",
     3,
-    "--fallback-pairs",
+    "--human-pairs",
     60,
     "--rl-steps",
-    1,
+    2,
     "--eval-limit",
     2,
     "--eval-n",
     2,
     "--novelty-limit",
-    2,
+    3,
     "--novelty-k",
-    2,
+    4,
     "--classifier-tokens",
     32,
     "--eval-max-tokens",
@@ -127,7 +127,7 @@ def test_cpu_dry_run_then_a_changed_option_or_preset_is_refused(tmp_path):
     run = tmp_path / "dry"
     result = darling("pipeline", "--output", run, "--dry-run", "--rl-steps", 2, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "dry run" in result.stdout and "darling rl-train --preset cpu" in result.stdout
+    assert "dry run" in result.stdout and "darling rl-train --preset naming" in result.stdout
     script = (run / "commands.sh").read_text()
     assert "--max-steps 2" in script and "--import champ" in script and "--structured choice" in script
     assert not any((run / stage).exists() for stage in STAGES)
@@ -176,12 +176,13 @@ def test_every_command_in_commands_sh_is_the_step_the_runner_runs(tmp_path, pres
         steps.labels_step(config),
         steps.classifier_step(config),
         steps.rl_step(config, urls),
+        *([steps.rl_step(config, grpo=True)] if preset == "cpu" else []),
         *steps.eval_math_steps(config).values(),
         *steps.eval_novelty_steps(config).values(),
     ]
     if preset == "paper":
         runner_steps.insert(4, steps.serve_step(config))
-    assert len(commands) == len(runner_steps) == (9 if preset == "cpu" else 10)
+    assert len(commands) == len(runner_steps) == (12 if preset == "cpu" else 10)
     for words, step in zip(commands, runner_steps, strict=True):
         parsed, params = parse_argv(app, words)  # raises on an unknown option or a bad value
         assert parsed == step.config, (words, step.config)
@@ -241,8 +242,9 @@ def chain(tmp_path_factory, smollm2_dir, minilm_path):
 @pytest.mark.slow
 def test_whole_cpu_chain_at_reduced_sizes(chain):
     run, result, _ = chain
+    assert "note: the classifier trains on 60 of NoveltyBench's human-labelled pairs by design" in result.stdout
     for i, stage in enumerate(STAGES, 1):
-        assert f"[{i}/7] {stage}: done in" in result.stdout, stage
+        assert f"[{i}/{len(STAGES)}] {stage}: done in" in result.stdout, stage
     records = json.loads((run / "stages.json").read_text())["stages"]
     assert list(records) == list(STAGES) and all(r["status"] == "done" for r in records.values())
     assert all(r["seconds"] >= 0 and r["attempts"] == 1 for r in records.values())
@@ -254,62 +256,63 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         "Judge labels",
         "Equivalence classifier",
         "DARLING RL",
+        "The GRPO baseline",
         "pass@k",
         "Novelty",
+        "DARLING against GRPO",
+        "What this run shows",
+        "compare/curves.png",
     ):
         assert title in report, title
     for stage in STAGES:
         assert f"| {stage} | done |" in report and f"[`{stage}/`]({stage}/)" in report
-    assert "| base | `smollm2` |" in report and "| darling-rl |" in report  # pass@k before/after
-    assert "quality = 1" in report  # no reward model, said so
+    assert "| base | `smollm2` |" in report and "| darling-rl |" in report and "| grpo-rl |" in report
+    assert "quality = 1" in report  # eval novelty has no reward model, said so
 
     summaries = {name: r["summary"] for name, r in records.items()}
     assert summaries["datagen"]["rollouts"] == 2 * 72 and summaries["datagen"]["problems"] == 2
     assert 1 <= summaries["pairs"]["pairs"] <= 4
     counts = summaries["labels"]["counts"]
-    assert sum(counts.values()) == 3 and counts["failed"] == 0  # choice: every verdict parses
+    assert sum(counts.values()) == 3 and counts["failed"] == 0  # choice: every verdict parses; still reported
     data = summaries["classifier"]["data"]
-    labelled = counts["labelled"]
-    assert data["by_source"]["judge"] == labelled
-    if data["fallback"]:  # SmolLM2 gives one class: the human pairs are mixed in, and the report says so
-        assert data["by_source"]["noveltybench"] == 60 and "fallback" in report
+    assert data["by_design"] and not data["fallback"]  # human pairs by design, not as a rescue
+    assert data["by_source"] == {"judge": 0, "noveltybench": 60} and "by design" in report
     assert {"accuracy", "roc_auc", "threshold"} <= set(summaries["classifier"]["validation"])
-    steps = summaries["rl"]["steps"]
-    assert [s["step"] for s in steps] == [1] and 0 <= steps[0]["darling/diversity"] <= 1
-    assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl"}
-    if summaries["rl"]["max_weight_change"] == 0:  # paired seeds: the same weights give the same samples
-        import polars as pl
-
-        texts = [
-            pl.read_parquet(run / "eval-math" / m / "generations" / "arithmetic" / "policy" / "part-*.parquet")
-            .sort("problem_id", "sample_index")["response"]
-            .to_list()
-            for m in ("base", "darling-rl")
-        ]
-        assert texts[0] == texts[1] and len(texts[0]) == 2 * 2
+    for name in ("rl", "rl-grpo"):
+        steps = summaries[name]["steps"]
+        assert [s["step"] for s in steps] == [1, 2] and all(0 <= s["darling/quality"] <= 1 for s in steps)
+        assert summaries[name]["problems"] == "naming-train" and summaries[name]["quality"] == "relevant-short-answer"
+    assert summaries["rl-grpo"]["reward"].startswith("quality only")
+    # the baseline's reward is its quality; the classifier only counted its classes
+    assert all(s["reward"] == pytest.approx(s["darling/quality"]) for s in summaries["rl-grpo"]["steps"])
+    assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
     for m in summaries["eval-novelty"]["models"].values():
-        assert m["n_prompts"] == 2 and 1 <= m["mean_distinct"] <= 2 and m["mean_quality"] == 1
+        assert m["n_prompts"] == 3 and 1 <= m["mean_distinct"] <= 4 and m["mean_quality"] == 1
+    assert_comparison_recomputes_from_the_generations(run, summaries["compare"])
 
     for path in [
         "classifier/darling.json",
         "classifier/training/validation/metrics.json",
         "rl/final/model.safetensors",
         "rl/log_history.json",
+        "rl-grpo/final/model.safetensors",
+        "rl-grpo/log_history.json",
         "eval-math/base/metrics.json",
         "eval-math/darling-rl/report.md",
         "eval-novelty/base/metrics.json",
-        "eval-novelty/darling-rl/metrics.json",
+        "eval-novelty/grpo-rl/metrics.json",
+        "compare/compare.json",
+        "compare/curves.png",
         "labels/labelled.parquet",
         "pairs/pairs.parquet",
         "commands.sh",
-        "inputs/novelty-prompts.jsonl",
     ]:
         assert (run / path).stat().st_size > 0, path
-    assert not list((run / "rl").glob("checkpoint-*"))  # pruned once rl/final was saved
+    assert not list((run / "rl").glob("checkpoint-*")) and not list((run / "rl-grpo").glob("checkpoint-*"))
 
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "done" and manifest["command_line"].startswith("darling pipeline --preset cpu")
-    assert manifest["config"]["rl_steps"] == 1 and manifest["versions"]["darling"] and manifest["versions"]["torch"]
+    assert manifest["config"]["rl_steps"] == 2 and manifest["versions"]["darling"] and manifest["versions"]["torch"]
     assert {"python", "platform"} <= set(manifest)
     outputs = {o["path"]: o for o in manifest["outputs"]}
     on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()} - {"manifest.json"}
@@ -317,8 +320,51 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     for path, entry in outputs.items():  # recomputed independently
         assert entry["sha256"] == sha256(run / path) and entry["bytes"] == (run / path).stat().st_size, path
     inputs = {i["role"]: i for i in manifest["inputs"]}
-    assert inputs["novelty_prompts"]["sha256"] == sha256(run / "inputs" / "novelty-prompts.jsonl")
     assert inputs["champ_dataset"]["sha256"] == sha256(Path(inputs["champ_dataset"]["path"]))
+
+
+def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) -> None:
+    """compare/ figures, recomputed here from each policy's stored generations (the Parquet shards eval novelty
+    wrote) and its partition's class ids: per prompt, then the mean; the paired difference's mean is the
+    difference of the means, and its interval contains it."""
+    import re
+
+    import polars as pl
+
+    from darling.rl.quality import RelevantShortAnswer
+
+    relevance = RelevantShortAnswer(4)
+    assert json.loads((run / "compare" / "compare.json").read_text())["policies"] == summary["policies"]
+    assert summary["prompts"] == summary["prompts_n"] == 3
+    for name in ("base", "grpo-rl", "darling-rl"):
+        folder = run / "eval-novelty" / name
+        generations = pl.read_parquet(folder / "generations" / "part-*.parquet").filter(pl.col("status") == "ok")
+        classes = pl.read_parquet(folder / "scores.parquet").select("prompt_id", "sample_index", "class_id")
+        frame = generations.join(classes, on=["prompt_id", "sample_index"]).sort("prompt_id", "sample_index")
+        assert frame.height == 3 * 4
+        answers = [r.strip() for r in frame["response"].to_list()]
+        quality = relevance(frame["prompt"].to_list(), answers)
+        frame = frame.with_columns(pl.Series("answer", answers), pl.Series("q", quality))
+        per_prompt = {"distinct": [], "distinct_answers": [], "quality": [], "short": []}
+        for _, group in frame.group_by("prompt_id"):
+            texts = group["answer"].to_list()
+            normal = {" ".join(re.sub(r"[^\w\s]", " ", t.lower()).split()) for t in texts}
+            per_prompt["distinct"].append(group["class_id"].n_unique())
+            per_prompt["distinct_answers"].append(len(normal))
+            per_prompt["quality"].append(sum(group["q"]) / len(texts))
+            per_prompt["short"].append(sum(0 < len(t.split()) <= 4 for t in texts) / len(texts))
+        for metric, values in per_prompt.items():
+            assert summary["policies"][name][metric] == pytest.approx(sum(values) / 3), (name, metric)
+    for pair, diffs in summary["differences"].items():
+        a, b = pair.split(" - ")
+        for metric, d in diffs.items():
+            expected = summary["policies"][a][metric] - summary["policies"][b][metric]
+            assert d["mean"] == pytest.approx(expected) and d["n"] == 3
+            assert d["interval"][0] <= d["mean"] + 1e-9 and d["mean"] - 1e-9 <= d["interval"][1]
+    curves = summary["curves"]
+    for name, log in (("darling-rl", "rl"), ("grpo-rl", "rl-grpo")):
+        history = [h for h in json.loads((run / log / "log_history.json").read_text()) if "darling/reward" in h]
+        assert curves[name]["reward"] == [h["darling/reward"] for h in history] and curves[name]["step"] == [1, 2]
 
 
 @pytest.mark.slow
@@ -330,7 +376,8 @@ def test_rerun_skips_every_stage_and_regenerates_nothing(chain):
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
     seconds = time.monotonic() - start
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("skipped") == 7 and "done in" not in result.stdout.replace("done earlier in", "")
+    assert result.stdout.count("skipped") == len(STAGES)
+    assert "done in" not in result.stdout.replace("done earlier in", "")
     assert seconds < max(30.0, first_seconds / 3)
     assert (run / "stages.json").read_bytes() == records
     after = files_and_mtimes(run)
@@ -343,12 +390,14 @@ def test_interrupted_stage_resumes_through_its_own_api(chain):
     run, _, _ = chain
     book = json.loads((run / "stages.json").read_text())
     book["stages"]["eval-novelty"]["status"] = "running"  # as if killed during the stage
+    del book["stages"]["compare"]
     (run / "stages.json").write_text(json.dumps(book))
     (run / "eval-novelty" / "darling-rl" / "metrics.json").unlink()
     shards = {p: p.stat().st_mtime_ns for p in (run / "eval-novelty").rglob("part-*.parquet")}
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("skipped") == 6 and "[7/7] eval-novelty: done in" in result.stdout
+    assert result.stdout.count("skipped") == len(STAGES) - 2  # eval-novelty, and compare after it
+    assert "[8/9] eval-novelty: done in" in result.stdout and "[9/9] compare: done in" in result.stdout
     assert (run / "eval-novelty" / "darling-rl" / "metrics.json").exists()
     assert {p: p.stat().st_mtime_ns for p in shards} == shards  # the stored generations were reused, not redone
     records = json.loads((run / "stages.json").read_text())["stages"]

@@ -1,0 +1,117 @@
+"""Quality signals that need no judge, for open-ended prompts on a CPU.
+
+- ``short-answer``: the format a naming prompt asks for ("Name a fruit. Answer with the name only."): 1 for
+  an answer of at most ``max_words`` words, ``max_words / words`` for a longer one, 0 for an empty one. Format
+  only: a made-up word scores 1. Measured, SmolLM2-135M learns it in about five steps and then every group
+  scores 1, so GRPO has nothing left to sharpen and never collapses.
+- ``relevant-short-answer``: the format score times the answer's *relevance* to the prompt, the cosine of
+  their mean-pooled all-MiniLM-L6-v2 embeddings (the packaged, untrained encoder; clipped at 0). Measured on
+  "Name a fruit.": Strawberry 0.59, Banana 0.57, Apple 0.41, made-up words 0.16-0.33. An answer that repeats a
+  word of four or more letters of the prompt ("Fruit", "The fruit is an apple") scores 0: echoing the prompt
+  would otherwise score highest. A proxy for "a real answer", not a check of one; maximising it favours the
+  few most typical answers, the pressure under which plain GRPO narrows its answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+QUALITIES = ("math", "short-answer", "relevant-short-answer")
+RELEVANCE_ENCODER = "packaged:all-MiniLM-L6-v2"
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def short_answer_quality(text: str, max_words: int = 4) -> float:
+    """1 for a non-empty answer of at most ``max_words`` words, ``max_words / words`` beyond, 0 when empty."""
+    words = text.split()
+    if not words:
+        return 0.0
+    return min(1.0, max_words / len(words))
+
+
+def short_answer_qualities(completions: Sequence[str], max_words: int = 4) -> list[float]:
+    return [short_answer_quality(text, max_words) for text in completions]
+
+
+def normalised_answer(text: str) -> str:
+    """Lower-cased words without punctuation: "The Nile." and "the nile" are one answer."""
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+def distinct_answers(texts: Sequence[str]) -> int:
+    """Distinct normalised answers: a classifier-free count of a group's different answers."""
+    return len({normalised_answer(t) for t in texts})
+
+
+def echoes_prompt(prompt: str, answer: str) -> bool:
+    """True when the answer repeats a word of at least four letters of the prompt."""
+    words = {w for w in normalised_answer(prompt).split() if len(w) >= 4}
+    return any(w in words for w in normalised_answer(answer).split())
+
+
+class Relevance:
+    """Cosine of mean-pooled, normalised embeddings of the prompt and the answer (clipped at 0), 0 for an
+    answer that echoes the prompt; embedded with the packaged untrained MiniLM (``RELEVANCE_ENCODER``)."""
+
+    def __init__(self, encoder: str = RELEVANCE_ENCODER, batch_size: int = 64):
+        from transformers import AutoTokenizer
+
+        from darling.classifier.backbones import resolve_backbone
+        from darling.classifier.biencoder import load_backbone_encoder
+
+        path = resolve_backbone(encoder)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = load_backbone_encoder(path).eval()
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]):
+        import torch
+
+        from darling.classifier.biencoder import pool
+
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, len(texts), self.batch_size):
+                batch = self.tokenizer(
+                    list(texts[start : start + self.batch_size]),
+                    padding=True,
+                    truncation=True,
+                    max_length=128,
+                    return_tensors="pt",
+                )
+                hidden = self.model(**batch).last_hidden_state
+                chunks.append(torch.nn.functional.normalize(pool(hidden, batch["attention_mask"], "mean"), dim=-1))
+        return torch.cat(chunks)
+
+    def __call__(self, prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
+        unique = sorted(set(prompts))
+        prompt_vectors = self.embed(unique)
+        row = {p: i for i, p in enumerate(unique)}
+        answer_vectors = self.embed([a.strip() or " " for a in answers])
+        scores = []
+        for i, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
+            cos = float(answer_vectors[i] @ prompt_vectors[row[prompt]])
+            scores.append(0.0 if not answer.strip() or echoes_prompt(prompt, answer) else max(0.0, min(1.0, cos)))
+        return scores
+
+
+class RelevantShortAnswer:
+    """``relevant-short-answer``: format score x relevance (see the module docstring)."""
+
+    def __init__(self, max_words: int = 4, relevance: Relevance | None = None):
+        self.max_words = max_words
+        self.relevance = relevance or Relevance()
+
+    def __call__(self, prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
+        relevance = self.relevance(prompts, answers)
+        return [short_answer_quality(a, self.max_words) * r for a, r in zip(answers, relevance, strict=True)]
+
+
+def open_ended_quality(name: str, max_words: int = 4):
+    """``(prompts, answers) -> qualities`` for an open-ended quality by name (not ``math``)."""
+    if name == "relevant-short-answer":
+        return RelevantShortAnswer(max_words)
+    if name == "short-answer":
+        return lambda prompts, answers: short_answer_qualities(answers, max_words)
+    raise ValueError(f"{name!r} is not an open-ended quality (choose short-answer or relevant-short-answer)")
