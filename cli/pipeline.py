@@ -13,12 +13,13 @@ from darling.cli.options import config_command, param
 from darling.pipeline.config import PipelineConfig
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
--> DARLING RL -> eval math (pass@k before/after RL) -> eval novelty, each stage in its own folder of OUTPUT,
-written up in OUTPUT/report.md.
+-> DARLING RL (and, with --grpo-baseline as in the cpu preset, GRPO with the same settings and seeds) -> eval
+math (pass@k) -> eval novelty -> DARLING against GRPO on held-out prompts, each stage in its own folder of
+OUTPUT, written up in OUTPUT/report.md.
 
 Examples:
 
-    darling pipeline --preset cpu --output runs/pipe             # ~8 min on 2 CPU cores
+    darling pipeline --preset cpu --output runs/pipe             # ~TIME min on 2 CPU cores
 
     darling pipeline --preset cpu --output runs/pipe             # again: every finished stage is skipped
 

@@ -45,6 +45,7 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     lines += [
         "",
         f"- steps with a non-zero reward: {s['steps_with_nonzero_reward']} of {len(s['steps'])}",
+        *([f"- {s['trained']} (its wall time is in the rl stage's)"] if "beside" in s.get("trained", "") else []),
         f"- largest weight change vs the base policy: {'n/a' if change is None else f'{change:.2e}'}",
     ]
     if s["steps_with_nonzero_reward"] == 0:
@@ -153,7 +154,7 @@ COMPARE_METRICS = {
 def compare_section(s: dict[str, Any]) -> list[str]:
     lines = [
         f"DARLING (`rl/`) and GRPO (`rl-grpo/`) trained with the same policy, prompts, seeds, sampling and steps; "
-        f"only the reward differs. Evaluated with the base policy on `{s['prompts']}` ({s['prompts_n']} prompts of "
+        f"only the reward differs. Evaluated with the base policy on `{s['prompt_set']}` ({s['prompts']} prompts of "
         f"categories neither run trained on), k = {s['k']} responses each at temperature {s['temperature']}, all "
         "three with the same sampling seeds. Every figure below is recomputed from the saved generations "
         "(`eval-novelty/*/scores.parquet`).",
@@ -184,7 +185,7 @@ def compare_section(s: dict[str, Any]) -> list[str]:
         lines += [
             "",
             f"**What this run shows:** {_verdict('distinct', key['distinct'], 'classes per prompt')}; "
-            f"{_verdict('quality', key['quality'], '')}. {s['prompts_n']} prompts: the intervals are wide.",
+            f"{_verdict('quality', key['quality'], '')}. {s['prompts']} prompts: the intervals are wide.",
         ]
     lines += [
         "",

@@ -101,7 +101,9 @@ def _classifier(s: dict[str, Any]) -> list[str]:
         f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
         f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}",
     ]
-    if d["fallback"]:
+    if d.get("by_design"):
+        lines.append(f"- **by design:** {d['fallback_reason']}.")
+    elif d["fallback"]:
         lines.append(f"- **fallback:** {d['fallback_reason']}.")
     lines += [
         "",
@@ -148,7 +150,7 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         r = records.get(name, {})
         lines.append(f"| {name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
-    if config.preset == "cpu":
+    if not config.needs_gpu:
         lines += [
             "A small chain on 2 CPU cores. What it measures is section 8: DARLING against GRPO (the same "
             "policy, prompts, seeds and steps; only the reward differs) on held-out prompts, with intervals. "

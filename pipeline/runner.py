@@ -122,6 +122,15 @@ def _write_only(
     return result
 
 
+def _runners(config: PipelineConfig, stage_cmds: list[StageCommands]) -> dict[str, Callable[[Any], dict[str, Any]]]:
+    """Stage name -> what runs it: the in-process APIs, or (GPU presets) the stage's commands.sh block."""
+    if config.needs_gpu:
+        return {s.name: _shell_stage(config, s) for s in stage_cmds}
+    from darling.pipeline import policy_stages, stages
+
+    return {**stages.RUNNERS, **policy_stages.RUNNERS}
+
+
 def run_pipeline(
     config: PipelineConfig,
     progress: bool = True,
@@ -139,7 +148,6 @@ def run_pipeline(
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
     if config.dry_run or (config.needs_gpu and not _cuda_available()):
         return _write_only(config, commands, result, argv, log)
-    from darling.pipeline import policy_stages
     from darling.pipeline import stages as impl
 
     if config.threads:
@@ -150,11 +158,7 @@ def run_pipeline(
     ctx = impl.Context(config, progress, log)
     for note in impl.plan_notes(config):  # what the chain does by design, said before it starts
         log(f"note: {note}")
-    runners = (
-        {s.name: _shell_stage(config, s) for s in stage_cmds}
-        if config.needs_gpu
-        else {**impl.RUNNERS, **policy_stages.RUNNERS}
-    )
+    runners = _runners(config, stage_cmds)
     total = len(stage_cmds)
     for i, stage in enumerate(stage_cmds, 1):
         name = stage.name

@@ -124,13 +124,32 @@ def plan_notes(config: PipelineConfig) -> list[str]:
     return notes
 
 
+def human_pair_rows(c: PipelineConfig) -> list[dict[str, Any]]:
+    """A seeded sample of ``human_pairs`` of NoveltyBench's built-in human-labelled pairs, as train-pairs rows."""
+    from darling.classifier.data import load_pairs
+
+    builtin = load_pairs("noveltybench").pairs
+    sample = random.Random(c.seed).sample(builtin, min(c.human_pairs, len(builtin)))
+    return [
+        {
+            "id": f"noveltybench:{p.pair_id}",
+            "prompt": p.prompt,
+            "generation_0": p.generation_0,
+            "generation_1": p.generation_1,
+            "similar": p.similar,
+            "source": "noveltybench",
+        }
+        for p in sample
+    ]
+
+
 def classifier_data(ctx: Context) -> dict[str, Any]:
     """``classifier/train-pairs.jsonl``: the judge's labels, plus NoveltyBench's human pairs when the judge gave
     too few labels of a class (the classifier needs both, and a validation split of both); with
     ``classifier_data=human``, the human pairs only, by design."""
     import polars as pl
 
-    from darling.classifier.data import BUILTIN_PAIRS, load_pairs
+    from darling.classifier.data import BUILTIN_PAIRS
 
     c = ctx.config
     labelled = pl.read_parquet(ctx.run / "labels" / "labelled.parquet")
@@ -160,19 +179,7 @@ def classifier_data(ctx: Context) -> dict[str, Any]:
             "(built in) were mixed in"
         )
     if by_design or fallback:
-        builtin = load_pairs("noveltybench").pairs
-        sample = random.Random(c.seed).sample(builtin, min(c.human_pairs, len(builtin)))
-        rows += [
-            {
-                "id": f"noveltybench:{p.pair_id}",
-                "prompt": p.prompt,
-                "generation_0": p.generation_0,
-                "generation_1": p.generation_1,
-                "similar": p.similar,
-                "source": "noveltybench",
-            }
-            for p in sample
-        ]
+        rows += human_pair_rows(c)
     path = ctx.run / "classifier" / "train-pairs.jsonl"
     atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in rows).encode())
     by_source = {s: sum(r["source"] == s for r in rows) for s in ("judge", "noveltybench")}

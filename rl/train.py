@@ -144,8 +144,12 @@ def check_policy(name: str) -> None:
     check_model_source(name, "--policy")
 
 
+LOG_FILE = "log_history.json"
+
+
 def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
-    """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics)."""
+    """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics, also written to
+    ``OUTPUT/log_history.json`` beside ``OUTPUT/final``)."""
     config.validate()
     dataset = None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched
@@ -159,4 +163,9 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     trainer = trainer or build_trainer(config, dataset)
     trainer.train(resume_from_checkpoint=resuming)
     trainer.save_model(str(Path(config.output) / "final"))
+    if trainer.is_world_process_zero():
+        from darling.core.shards import atomic_write_bytes
+
+        history = json.dumps(trainer.state.log_history, indent=2, default=str) + "\n"
+        atomic_write_bytes(Path(config.output) / LOG_FILE, history.encode())
     return trainer

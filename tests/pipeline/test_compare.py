@@ -19,6 +19,12 @@ def write_scores(path, groups):
     return path
 
 
+def rendered(result: dict) -> str:
+    """The report's section for ``result`` with the settings compare() adds."""
+    settings = {"quality": "short-answer", "max_words": 4, "prompt_set": "x", "prompts": 6, "k": 4}
+    return "\n".join(compare_section({"bootstrap": 2000, "temperature": 0.7, **settings, **result}))
+
+
 def test_figures_per_prompt_and_paired_differences(tmp_path):
     collapsed = {f"p{i}": [("Paris", 0), ("paris.", 0), ("Paris", 0), ("Rome", 1)] for i in range(6)}
     spread = {
@@ -36,19 +42,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     assert darling["quality"] == pytest.approx((3 + 4 / 6) / 4)
     diff = result["differences"]["darling - grpo"]
     assert diff["distinct"] == {"mean": 2.0, "interval": [2.0, 2.0], "n": 6}  # the same gap on every prompt
-    section = "\n".join(
-        compare_section(
-            {
-                **result,
-                "quality": "short-answer",
-                "max_words": 4,
-                "prompts": "x",
-                "prompts_n": 6,
-                "k": 4,
-                "temperature": 0.7,
-            }
-        )
-    )
+    section = rendered(result)
     assert "DARLING's distinct is higher than GRPO's by 2.00" in section
     assert "DARLING's quality is lower than GRPO's" in section
 
@@ -56,21 +50,6 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():
     d = paired_difference([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], seed=0)
     assert d["mean"] == 0 and d["interval"][0] < 0 < d["interval"][1]
-    section = "\n".join(
-        compare_section(
-            {
-                "policies": {},
-                "differences": {
-                    "darling-rl - grpo-rl": dict.fromkeys(("distinct", "distinct_answers", "quality", "short"), d)
-                },
-                "bootstrap": 2000,
-                "quality": "short-answer",
-                "max_words": 4,
-                "prompts": "x",
-                "prompts_n": 6,
-                "k": 4,
-                "temperature": 0.7,
-            }
-        )
-    )
+    metrics = ("distinct", "distinct_answers", "quality", "short")
+    section = rendered({"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(metrics, d)}})
     assert "no difference in distinct shows at this budget" in section and "interval includes 0" in section

@@ -283,6 +283,8 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         assert [s["step"] for s in steps] == [1, 2] and all(0 <= s["darling/quality"] <= 1 for s in steps)
         assert summaries[name]["problems"] == "naming-train" and summaries[name]["quality"] == "relevant-short-answer"
     assert summaries["rl-grpo"]["reward"].startswith("quality only")
+    assert summaries["rl-grpo"]["trained"].startswith("trained beside rl/")  # its commands.sh line, run alongside
+    assert "policy saved to" in (run / "rl-grpo" / "train.log").read_text(errors="replace")
     # the baseline's reward is its quality; the classifier only counted its classes
     assert all(s["reward"] == pytest.approx(s["darling/quality"]) for s in summaries["rl-grpo"]["steps"])
     assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
@@ -335,7 +337,7 @@ def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) 
 
     relevance = RelevantShortAnswer(4)
     assert json.loads((run / "compare" / "compare.json").read_text())["policies"] == summary["policies"]
-    assert summary["prompts"] == summary["prompts_n"] == 3
+    assert summary["prompts"] == 3 and summary["prompt_set"] == "naming-heldout"
     for name in ("base", "grpo-rl", "darling-rl"):
         folder = run / "eval-novelty" / name
         generations = pl.read_parquet(folder / "generations" / "part-*.parquet").filter(pl.col("status") == "ok")
