@@ -90,6 +90,9 @@ class RLTrainConfig(CommandConfig):
     bf16: bool = option(False, help="bf16 mixed precision.")
     use_cpu: bool = option(True, help="Train on the CPU.")
     save_steps: int = option(1, help="Checkpoint interval (steps); --resume continues from the last.")
+    save_total_limit: int | None = option(
+        2, help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all."
+    )
     seed: int = option(0, help="Seed of TRL's sampling and data order.")
     threads: int | None = option(1, help="torch CPU threads; none = torch's default.")
 

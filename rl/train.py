@@ -20,7 +20,7 @@ from darling.rl.config import build_config as build_config
 SETTINGS_FILE = "darling-rl.json"
 # What a resumed run may change: where it writes, how far it goes, where the classifier is served, CPU threads.
 # Anything else (policy, data, reward, sampling, optimiser) would silently continue a different experiment.
-RESUME_MAY_CHANGE = frozenset({"output", "max_steps", "classifier_urls", "threads", "save_steps"})
+RESUME_MAY_CHANGE = frozenset({"output", "max_steps", "classifier_urls", "threads", "save_steps", "save_total_limit"})
 
 
 def build_dataset(config: RLTrainConfig):
@@ -94,6 +94,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
         logging_steps=1,
         save_strategy="steps",
         save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
         report_to="none",
         seed=config.seed,
     )
@@ -103,7 +104,14 @@ def build_trainer(config: RLTrainConfig, dataset=None):
 
 
 def checkpoints(output: Path) -> list[Path]:
-    return sorted(Path(output).glob("checkpoint-*"))
+    return sorted(Path(output).glob("checkpoint-*"), key=lambda p: (len(p.name), p.name))  # checkpoint-8 < -10
+
+
+def last_complete_checkpoint(output: Path) -> Path | None:
+    """The newest checkpoint the Trainer finished writing (it writes ``trainer_state.json`` last): a save cut
+    short by a kill or a full disk leaves a folder without it, which resuming must skip, not crash on."""
+    complete = [p for p in checkpoints(output) if (p / "trainer_state.json").exists()]
+    return complete[-1] if complete else None
 
 
 def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
@@ -160,8 +168,13 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
             read_export_meta(config.classifier)
         dataset = build_dataset(config)
     resuming = start_or_resume(config, resume)
+    last = last_complete_checkpoint(config.output) if resuming else None
+    if resuming and last is None:
+        raise UserInputError(
+            f"{config.output}: no complete checkpoint-* to resume from (each lacks trainer_state.json)"
+        )
     trainer = trainer or build_trainer(config, dataset)
-    trainer.train(resume_from_checkpoint=resuming)
+    trainer.train(resume_from_checkpoint=str(last) if last else False)
     trainer.save_model(str(Path(config.output) / "final"))
     if trainer.is_world_process_zero():
         from darling.core.shards import atomic_write_bytes

@@ -222,3 +222,18 @@ def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
     assert len(blocks) == 2 and blocks[0] != blocks[1]  # the batch was really split between the ranks
     assert {"darling/reward", "darling/diversity", "darling/classifier_pairs_saved"} <= set(results[0]["metrics"])
     assert (tmp_path / "rl" / "checkpoint-1").is_dir()
+
+
+def test_resume_skips_a_checkpoint_whose_save_was_cut_short(tmp_path):
+    """A kill or a full disk during a save leaves checkpoint-N without trainer_state.json (the Trainer writes it
+    last): resuming takes the newest complete one, in step order (checkpoint-10 after checkpoint-8)."""
+    from darling.rl.train import last_complete_checkpoint
+
+    assert last_complete_checkpoint(tmp_path) is None
+    for step, complete in ((2, True), (8, True), (10, True), (12, False)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"x")
+        if complete:
+            (folder / "trainer_state.json").write_text("{}")
+    assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
