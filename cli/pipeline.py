@@ -19,9 +19,11 @@ OUTPUT, written up in OUTPUT/report.md.
 
 Examples:
 
-    darling pipeline --preset cpu --output runs/pipe             # ~TIME min on 2 CPU cores
+    darling pipeline --preset cpu --output runs/pipe             # ~9 min on 2 CPU cores
 
     darling pipeline --preset cpu --output runs/pipe             # again: every finished stage is skipped
+
+    darling pipeline --preset cpu-compare --output runs/cmp      # 48 RL steps per run, ~18 min
 
     darling pipeline --preset cpu --output runs/tiny --datagen-limit 2 --judge-limit 3 --rl-steps 1 \\
         --eval-limit 2 --eval-n 2 --novelty-limit 2 --eval-max-tokens 16

@@ -137,10 +137,10 @@ def _verdict(name: str, d: dict[str, Any], unit: str) -> str:
         return f"no {name} figure (no prompt completed by every policy)"
     lo, hi = d["interval"]
     if lo > 0:
-        return f"DARLING's {name} is higher than GRPO's by {d['mean']:.2f} {unit} (95% interval above 0)"
+        return f"{name}: DARLING above GRPO by {d['mean']:.2f} {unit} ({_interval(d)}, above 0)"
     if hi < 0:
-        return f"DARLING's {name} is lower than GRPO's by {-d['mean']:.2f} {unit} (95% interval below 0)"
-    return f"no difference in {name} shows at this budget ({_interval(d)}: the interval includes 0)"
+        return f"{name}: DARLING below GRPO by {-d['mean']:.2f} {unit} ({_interval(d)}, below 0)"
+    return f"{name}: no difference shows at this budget ({_interval(d)}: the interval includes 0)"
 
 
 COMPARE_METRICS = {
@@ -185,6 +185,7 @@ def compare_section(s: dict[str, Any]) -> list[str]:
         lines += [
             "",
             f"**What this run shows:** {_verdict('distinct', key['distinct'], 'classes per prompt')}; "
+            f"{_verdict('distinct answers', key['distinct_answers'], 'answers per prompt')}; "
             f"{_verdict('quality', key['quality'], '')}. {s['prompts']} prompts: the intervals are wide.",
         ]
     lines += [

@@ -43,8 +43,8 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     diff = result["differences"]["darling - grpo"]
     assert diff["distinct"] == {"mean": 2.0, "interval": [2.0, 2.0], "n": 6}  # the same gap on every prompt
     section = rendered(result)
-    assert "DARLING's distinct is higher than GRPO's by 2.00" in section
-    assert "DARLING's quality is lower than GRPO's" in section
+    assert "distinct: DARLING above GRPO by 2.00" in section
+    assert "quality: DARLING below GRPO by" in section
 
 
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():
@@ -52,4 +52,4 @@ def test_an_interval_that_includes_zero_is_reported_as_no_difference():
     assert d["mean"] == 0 and d["interval"][0] < 0 < d["interval"][1]
     metrics = ("distinct", "distinct_answers", "quality", "short")
     section = rendered({"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(metrics, d)}})
-    assert "no difference in distinct shows at this budget" in section and "interval includes 0" in section
+    assert "distinct: no difference shows at this budget" in section and "interval includes 0" in section
