@@ -160,13 +160,13 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     ``OUTPUT/log_history.json`` beside ``OUTPUT/final``)."""
     config.validate()
     dataset = None
-    if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched
-        check_policy(config.policy)
+    if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched or a model loads
+        dataset = build_dataset(config)
         if config.classifier is not None:
             from darling.classifier.export import read_export_meta
 
             read_export_meta(config.classifier)
-        dataset = build_dataset(config)
+        check_policy(config.policy)  # may convert the packaged SmolLM2 the first time: after the cheap checks
     resuming = start_or_resume(config, resume)
     last = last_complete_checkpoint(config.output) if resuming else None
     if resuming and last is None:
