@@ -25,7 +25,7 @@ if [ "${DARLING_SKIP_VLLM:-0}" != 1 ] && ! "$VLLM_VENV/bin/python" -c "import vl
   # Registry builds of these are CUDA builds that break transformers' imports on CPU; text models don't need them.
   "$VLLM_VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
 fi
-# verl for the verl entry point's test only (tests/test_verl_reward.py), as a --no-deps --target folder: its
+# verl for the verl entry point's test only (tests/rl/test_verl_reward.py), as a --no-deps --target folder: its
 # declared deps pull CUDA torch, and the reward path needs only these (ray is imported by verl.protocol).
 VERL_DEPS=${DARLING_VERL_DEPS:-$HOME/.cache/darling/verl-deps}
 if [ "${DARLING_SKIP_VERL:-0}" != 1 ] && [ ! -f "$VERL_DEPS/.complete" ]; then

@@ -4,7 +4,7 @@ With the embeddings and the first k layers frozen, their output for a text never
 so it is computed once per text (no gradient, eval mode) and each step runs only the trainable top layers.
 On 2 CPU cores this removes the frozen layers' forward pass from every step of every epoch. BERT-family
 encoders only (MiniLM, BERT, bge): their layers take (hidden states, attention mask) and nothing else;
-``tests/test_layer_cache.py`` checks cached + top layers equals the full forward pass.
+``tests/classifier/test_layer_cache.py`` checks cached + top layers equals the full forward pass.
 """
 
 from __future__ import annotations

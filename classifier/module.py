@@ -69,7 +69,7 @@ class PairModuleBase(L.LightningModule):
 
     Gradient accumulation is Lightning's ``accumulate_grad_batches``: its automatic optimisation divides
     each micro-batch loss by the number of accumulated batches, so the gradient is that of the mean loss
-    (the reference code summed them). ``tests/test_training.py`` checks this against one large batch.
+    (the reference code summed them). ``tests/classifier/test_training.py`` checks this against one large batch.
     """
 
     def __init__(self, config: ClassifierTrainConfig, weights: list[float] | None):
@@ -87,7 +87,7 @@ class PairModuleBase(L.LightningModule):
         """Mean of per-example losses times their class weight. Not divided by the batch's weight sum (what
         ``cross_entropy(weight=...)`` does): then an example's weight means the same whatever else shares its
         micro batch, so at batch size 1 the weights still act, and accumulated micro batches of equal size give
-        the loss of one large batch (``tests/test_training.py``)."""
+        the loss of one large batch (``tests/classifier/test_training.py``)."""
         if self.config.class_weighted:
             losses = losses * self.class_weights[labels]
         return losses.mean()

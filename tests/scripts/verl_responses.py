@@ -1,4 +1,4 @@
-"""What tests/verl_script.py sends through verl: 2 arithmetic prompts (each its own data file, as verl's
+"""What tests/scripts/verl_script.py sends through verl: 2 arithmetic prompts (each its own data file, as verl's
 preprocessing writes them: both have extra_info index 0) x 4 responses; validation picks 1 response per prompt."""
 
 PROMPTS = [("What is 2 + 3?", "5"), ("What is 10 - 4?", "6")]

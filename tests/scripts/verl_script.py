@@ -1,4 +1,4 @@
-"""Run inside a real verl install (tests/test_verl_reward.py): verl 0.5's own dataset, DataProto steps, batch
+"""Run inside a real verl install (tests/rl/test_verl_reward.py): verl 0.5's own dataset, DataProto steps, batch
 balancing, config loader, ``compute_reward`` and ``batch`` reward manager call darling's ``compute_score`` the
 way ``RayPPOTrainer.fit`` and ``_validate`` do; prints the results as JSON for the test.
 

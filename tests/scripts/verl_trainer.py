@@ -1,4 +1,4 @@
-"""verl 0.5's trainer steps up to its reward hook, for tests/verl_script.py (run inside a verl install).
+"""verl 0.5's trainer steps up to its reward hook, for tests/scripts/verl_script.py (run inside a verl install).
 
 ``RayPPOTrainer.fit`` and ``_validate`` build the batch the reward sees from verl's own pieces: ``RLHFDataset`` +
 ``collate_fn``, ``DataProto.repeat(interleave=True)``, ``union``, and in training ``_balance_batch``, which reorders
