@@ -30,6 +30,7 @@ from darling.pipeline.steps import (
     labels_step,
     pairs_step,
     rl_step,
+    run_relative,
     serve_step,
 )
 
@@ -168,7 +169,7 @@ def _rl_gpu_block(c: PipelineConfig) -> StageCommands:
 def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
     where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: each model through the hf engine"
     math = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
-    models = ", ".join(f"{name} = {_text_path(c, model)}" for name, model in eval_models(c).items())
+    models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in eval_models(c).items())
     math.lines.append(f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired); math prompts")
     math.lines += [step.line(c.run) for step in eval_math_steps(c).values()]
     vllm = c.novelty_engine == "vllm"
@@ -188,11 +189,6 @@ def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
         )
         blocks.append(compare)
     return blocks
-
-
-def _text_path(c: PipelineConfig, model: str) -> str:
-    root = str(c.run)
-    return "$RUN" + model[len(root) :] if model.startswith(root + "/") else model
 
 
 def stage_commands(config: PipelineConfig) -> list[StageCommands]:

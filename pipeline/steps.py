@@ -75,7 +75,8 @@ def setting_changes(config: CommandConfig, preset: str | None) -> dict[str, Any]
     return {f.name: getattr(config, f.name) for f in ordered if getattr(config, f.name) != base[f.name]}
 
 
-def _text(value: Any, run: Path) -> str:
+def run_relative(value: Any, run: Path) -> str:
+    """``value`` as text, a path under ``run`` written as ``$RUN/...`` (how commands.sh names run files)."""
     text = str(value)
     root = str(run)
     return "$RUN" + text[len(root) :] if text == root or text.startswith(root + "/") else text
@@ -88,8 +89,8 @@ def _flag(name: str, value: Any, run: Path) -> list[str]:
     if isinstance(value, bool):
         return [flag if value else f"--no-{name.replace('_', '-')}"]
     if isinstance(value, list | tuple):
-        return [w for v in value for w in (flag, _text(v, run))]
-    return [flag, _text(value, run)]
+        return [w for v in value for w in (flag, run_relative(v, run))]
+    return [flag, run_relative(value, run)]
 
 
 def _set_value(value: Any, run: Path) -> str:
@@ -99,7 +100,7 @@ def _set_value(value: Any, run: Path) -> str:
         return "none"
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"))
-    return _text(value, run)
+    return run_relative(value, run)
 
 
 def _quote(word: str) -> str:
