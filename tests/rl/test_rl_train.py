@@ -211,7 +211,7 @@ def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
         str(tmp_path / "rl"),
     ]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    assert run.returncode == 0, run.stderr[-4000:]
+    assert run.returncode == 0, each_rank_error(run.stderr)
     results = sorted(
         (json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")),
         key=lambda r: r["rank"],
@@ -222,6 +222,16 @@ def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
     assert len(blocks) == 2 and blocks[0] != blocks[1]  # the batch was really split between the ranks
     assert {"darling/reward", "darling/diversity", "darling/classifier_pairs_saved"} <= set(results[0]["metrics"])
     assert (tmp_path / "rl" / "checkpoint-1").is_dir()
+
+
+def each_rank_error(stderr: str) -> str:
+    """torchrun's stderr ends with the rank that was stopped, not the one that failed first: show both."""
+    parts = []
+    for rank in (0, 1):
+        lines = [line for line in stderr.splitlines() if line.startswith(f"[rank{rank}]:")]
+        parts.append(f"--- rank {rank} ---\n" + "\n".join(lines[-25:]))
+    errors = [line for line in stderr.splitlines() if "Error" in line][-10:]
+    return "\n".join([*parts, "--- lines naming an error ---", *errors, "--- end of stderr ---", stderr[-1500:]])
 
 
 def test_resume_skips_a_checkpoint_whose_save_was_cut_short(tmp_path):
