@@ -4,8 +4,11 @@
   help (``option(..., help=...)``), so the CLI (``darling.cli.options``) builds its flags from the fields: a
   flag's name is its field's name (``learning_rate`` -> ``--learning-rate``).
 - Presets are data files in the package, one TOML file per preset whose keys are field names
-  (``classifier/presets/cpu.toml``); a ``--config`` file (TOML, JSON or YAML) has the same keys.
-- One precedence everywhere: preset, then ``--config`` file, then flags and ``--set KEY=VALUE``.
+  (``classifier/presets/cpu.toml``); a ``--config`` file (TOML, JSON or YAML) has the same keys. A preset may
+  start from another (``base = "paper"``) and change only what it names (``paper-tiny``: sizes and models).
+- One precedence everywhere: preset, then ``--config`` file, then flags and ``--set KEY=VALUE``. A table-valued
+  field (a pipeline stage's section, rl-train's ``grpo``) merges key by key across those layers, and
+  ``--set TABLE.KEY=VALUE`` sets one entry of it.
 - Validation lives in one place per dataclass: ``validate()`` (choices declared on the fields, plus the
   class's own ``check()``), run whenever a config is made, so no path can skip it.
 """
@@ -82,11 +85,16 @@ class CommandConfig:
 
     @classmethod
     def preset_values(cls, name: str) -> dict[str, Any]:
+        """The preset's values; one that names a ``base`` preset is that preset's values with its own on top."""
         if name not in cls.preset_names():
             raise UserInputError(f"unknown preset {name!r}; choose from {', '.join(cls.preset_names())}")
         import tomllib
 
-        return tomllib.loads((cls._preset_folder() / f"{name}.toml").read_text(encoding="utf-8"))
+        values = tomllib.loads((cls._preset_folder() / f"{name}.toml").read_text(encoding="utf-8"))
+        base = values.pop("base", None)
+        if base == name:
+            raise UserInputError(f"preset {name!r} names itself as its base")
+        return merge_tables(cls.preset_values(base), values) if base is not None else values
 
     @classmethod
     def build(
@@ -113,17 +121,28 @@ class CommandConfig:
                 base, dot, key = name.partition(".")
                 if base not in known:
                     raise UserInputError(f"{origin}: unknown option '{name}'")
-                if dot:  # one entry of a dict field: rl_options.floor=0.1
-                    if typing.get_origin(base_type(field_types(cls)[base])[0]) is not dict:
+                is_table = typing.get_origin(base_type(field_types(cls)[base])[0]) is dict
+                if dot:  # one entry of a table: rl.floor=0.1 (a deeper key, rl.grpo.x=1, is the table's to read)
+                    if not is_table:
                         raise UserInputError(f"{origin}: option '{base}' is not a table: use {base}=VALUE")
                     current = values.get(base, _default(cls, base))
                     values[base] = {**current, key: _json_or_text(value)}
                     continue
-                values[name] = coerce(cls, name, value, origin)
+                value = coerce(cls, name, value, origin)
+                values[name] = merge_tables(values.get(name, {}), value) if is_table and value is not None else value
         missing = [f.name for f in fields(cls) if _required(f) and f.name not in values]
         if missing:
             raise UserInputError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
         return cls(**values)
+
+
+def merge_tables(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` over ``base``, nested tables merged key by key (a later layer refines a table, never drops it)."""
+    merged = dict(base)
+    for key, value in update.items():
+        old = merged.get(key)
+        merged[key] = merge_tables(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return merged
 
 
 def _default(cls: type, name: str) -> Any:
