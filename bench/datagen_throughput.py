@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.core.local_models import smollm2_dir
 from darling.core.openai_engine import OpenAIEngine
+from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.datagen.judge import JudgeConfig, label_pairs
 from darling.datagen.pairs import PairConfig, build_pairs
 from darling.datagen.rollouts import GeneratorSpec, RolloutConfig, generate_rollouts, import_champ

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from darling.classifier import load_scorer
-from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.rl.partition import partition_groups, partition_texts
 
 KINDS = {"cross-encoder": "cpu-cross", "bi-encoder": "cpu"}  # each kind as its CPU preset runs it

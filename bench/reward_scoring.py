@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from darling.classifier import ClassifyClient, ServedEquivalenceClassifier
-from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.core.schemas import PAIR_FIELDS
+from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.datagen.rollouts import import_champ, read_rollouts
 from darling.rl.partition import partition_groups, partition_texts
 

@@ -1,44 +1,43 @@
 """The semantic-equivalence pair classifier, two kinds (cross-encoder, bi-encoder): data, encoding,
-training, calibration, export, scoring in process or over vLLM."""
+training, calibration, export, scoring in process or over vLLM.
 
-from darling.classifier.client import (
-    ClassifierServerError,
-    ClassifyClient,
-    EmbedClient,
-    ServedBiEncoderClassifier,
-    ServedEquivalenceClassifier,
-)
-from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig, build_config
-from darling.classifier.data import PairSet, load_pairs, split_pairs
-from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.loading import load_scorer
-from darling.classifier.scoring import (
-    BiEncoderClassifier,
-    EmbeddingScorer,
-    EquivalenceClassifier,
-    EquivalenceScorer,
-    PairScorer,
-)
+The names below load on first use (PEP 562): importing a submodule such as ``darling.classifier.config`` (what the
+command line does to build its flags) must not import torch.
+"""
 
-__all__ = [
-    "BI_ENCODER",
-    "CROSS_ENCODER",
-    "BiEncoderClassifier",
-    "ClassifierServerError",
-    "ClassifierTrainConfig",
-    "ClassifyClient",
-    "EmbedClient",
-    "EmbeddingScorer",
-    "EquivalenceClassifier",
-    "EquivalenceScorer",
-    "PairEncoder",
-    "PairScorer",
-    "PairSet",
-    "ServedBiEncoderClassifier",
-    "ServedEquivalenceClassifier",
-    "TextEncoder",
-    "build_config",
-    "load_pairs",
-    "load_scorer",
-    "split_pairs",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ClassifierServerError": "client",
+    "ClassifyClient": "client",
+    "EmbedClient": "client",
+    "ServedBiEncoderClassifier": "client",
+    "ServedEquivalenceClassifier": "client",
+    "BI_ENCODER": "config",
+    "CROSS_ENCODER": "config",
+    "ClassifierTrainConfig": "config",
+    "build_config": "config",
+    "PairSet": "data",
+    "load_pairs": "data",
+    "split_pairs": "data",
+    "PairEncoder": "encoding",
+    "TextEncoder": "encoding",
+    "load_scorer": "loading",
+    "BiEncoderClassifier": "scoring",
+    "EmbeddingScorer": "scoring",
+    "EquivalenceClassifier": "scoring",
+    "EquivalenceScorer": "scoring",
+    "PairScorer": "scoring",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'darling.classifier' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"darling.classifier.{_EXPORTS[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

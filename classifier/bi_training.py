@@ -103,9 +103,19 @@ class BiEncoderModule(PairModuleBase):
         super().__init__(config, weights)
         self.model = model
         model.backbone.train()
-        if config.gradient_checkpointing:
+        if config.gradient_checkpointing and not self.fsdp:  # FSDP checkpoints activations per layer itself
             model.backbone.gradient_checkpointing_enable()
         freeze_lower_layers(model.backbone, config.freeze_layers)
+        freeze_unused(model.backbone)
+        self.affine_pairs: Sequence[LabelledPair] = ()  # set by train_classifier: a, b start from their fit
+        self.encoder: TextEncoder | None = None
+
+    def on_fit_start(self) -> None:
+        """Start a and b from the logistic fit on the untrained cosines of ``affine_pairs``, on this rank's device
+        (every rank computes the same fit: under FSDP the forward pass is collective). A resumed run has none:
+        its checkpoint restored a and b."""
+        if self.affine_pairs and self.encoder is not None:
+            init_affine(self.model, self.encoder, self.affine_pairs, device=self.device)
 
     def is_head(self, name: str) -> bool:
         return name in ("model.scale", "model.bias")
@@ -134,13 +144,28 @@ class BiEncoderModule(PairModuleBase):
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         loss, logits = self._loss(batch)
-        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
-        self._val_probs.append(torch.sigmoid(logits).detach().cpu())
-        self._val_labels.append(batch["labels"].detach().cpu())
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]), sync_dist=True)
+        self.keep_validation(torch.sigmoid(logits.float()), batch)
+
+
+def freeze_unused(backbone) -> None:
+    """Freeze what the embedding never uses: a BERT-family pooler (the bi-encoder pools hidden states itself).
+    DDP refuses trainable parameters that take no part in the loss ("parameters that were not used in
+    producing the loss"); the pooler is still saved, so the export loads strictly."""
+    pooler = getattr(backbone, "pooler", None)
+    if pooler is not None:
+        for p in pooler.parameters():
+            p.requires_grad = False
 
 
 @torch.inference_mode()
-def init_affine(model: BiEncoder, encoder: TextEncoder, pairs: Sequence[LabelledPair], batch_size: int = 16) -> None:
+def init_affine(
+    model: BiEncoder,
+    encoder: TextEncoder,
+    pairs: Sequence[LabelledPair],
+    batch_size: int = 16,
+    device: torch.device | str | None = None,
+) -> None:
     """Start a and b at the logistic fit of the labels on the untrained cosines of ``pairs`` (a few dozen
     suffice), so the first steps train the encoder instead of moving two scalars a long way.
 
@@ -155,7 +180,8 @@ def init_affine(model: BiEncoder, encoder: TextEncoder, pairs: Sequence[Labelled
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
         batch = encoder.pad(encoder.encode([p.generation_0 for p in chunk] + [p.generation_1 for p in chunk]))
-        cos.append(model(batch["input_ids"], batch["attention_mask"])[1])
+        batch = {k: v.to(device) for k, v in batch.items()} if device is not None else batch
+        cos.append(model(batch["input_ids"], batch["attention_mask"])[1].float().cpu())
     a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
     with torch.no_grad():
         model.scale.fill_(a)

@@ -16,6 +16,7 @@ from darling.core.errors import UserInputError
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 THRESHOLD_OBJECTIVES = ("accuracy", "balanced_accuracy", "f1")
+REPORT_TO = ("tensorboard", "wandb", "none")
 CROSS_ENCODER, BI_ENCODER = "cross-encoder", "bi-encoder"
 KINDS = (CROSS_ENCODER, BI_ENCODER)
 
@@ -53,8 +54,19 @@ class ClassifierTrainConfig(CommandConfig):
     warmup_steps: int = option(10, help="Linear warm-up steps.")
     max_steps: int = option(-1, help="Optimiser steps; -1 = run `epochs` epochs.")
     epochs: int = option(1, help="Epochs (when max_steps is -1).")
-    batch_size: int = option(16, help="Micro-batch size (pairs).")
-    accumulate_grad_batches: int = option(1, help="Micro-batches per optimiser step.")
+    batch_size: int = option(16, help="Micro-batch size (pairs) per device.")
+    accumulate_grad_batches: int = option(
+        1, help="Micro-batches per optimiser step and device (see global_batch_size)."
+    )
+    global_batch_size: int | None = option(
+        None,
+        help="Examples per optimiser step over all devices (the paper: 64): micro-batches accumulate to it whatever "
+        "the number of devices, accumulate_grad_batches = global / (batch_size x devices); none: batch_size x "
+        "accumulate_grad_batches per device.",
+    )
+    max_grad_norm: float | None = option(
+        1.0, help="Clip the gradient norm to this (every strategy, FSDP included); none: no clipping."
+    )
     class_weighted: bool = option(True, help="Inverse-frequency class weights in the loss.")
     both_orders: bool = option(True, help="Cross-encoder: train on (a, b) and (b, a).")
     freeze_layers: int = option(0, help="Freeze the embeddings and the first N encoder layers.")
@@ -64,7 +76,9 @@ class ClassifierTrainConfig(CommandConfig):
     devices: str = option("auto", help="Lightning devices (auto, 1, 8).")
     strategy: str = option("auto", help="Lightning strategy: auto, ddp, fsdp, deepspeed_stage_2.")
     precision: str = option("32-true", help="Lightning precision: 32-true or bf16-mixed.")
-    gradient_checkpointing: bool = option(False, help="Recompute activations in the backward pass.")
+    gradient_checkpointing: bool = option(
+        False, help="Recompute activations in the backward pass (FSDP: its own per-layer activation checkpointing)."
+    )
     threads: int = option(0, help="torch CPU threads; 0 = torch's default.")
     # Data.
     bucket_by_length: bool = option(True, help="Length-bucketed batches with dynamic padding.")
@@ -78,6 +92,10 @@ class ClassifierTrainConfig(CommandConfig):
     symmetric: bool = option(False, help="Cross-encoder: predict with the mean of both orders.")
     # Logging and checkpoints.
     log_every_n_steps: int = option(10, help="Logging interval (steps).")
+    report_to: list[str] = option(
+        factory=lambda: ["tensorboard"],
+        help="Loggers besides the CSV log: tensorboard, wandb (needs the wandb package), or none (repeatable).",
+    )
     checkpoint_every_n_steps: int = option(50, help="Checkpoint interval (steps); --resume continues from the last.")
     trust_remote_code: bool = option(False, help="Allow a backbone's own Python code (off: safer).")
 
@@ -93,6 +111,42 @@ class ClassifierTrainConfig(CommandConfig):
             raise UserInputError("strategy deepspeed_stage_3 cannot be exported; use fsdp or deepspeed_stage_2")
         if not 0 <= self.min_learning_rate <= self.learning_rate:
             raise UserInputError("min_learning_rate must be between 0 and learning_rate")
+        if self.strategy.startswith("fsdp") and self.accelerator == "cpu":
+            raise UserInputError("strategy fsdp needs GPUs (Lightning runs FSDP on CUDA only): use ddp on the CPU")
+        if self.global_batch_size is not None:
+            if self.global_batch_size < 1:
+                raise UserInputError(f"global_batch_size must be >= 1, got {self.global_batch_size}")
+            if self.accumulate_grad_batches != 1:
+                raise UserInputError(
+                    "set global_batch_size or accumulate_grad_batches, not both: with global_batch_size the "
+                    "accumulation follows from the number of devices"
+                )
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise UserInputError(f"max_grad_norm must be > 0 (or none), got {self.max_grad_norm}")
+        unknown = sorted(set(self.report_to) - set(REPORT_TO))
+        if unknown:
+            raise UserInputError(f"report_to: unknown logger {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")
+
+    def accumulation(self, world_size: int) -> int:
+        """Micro-batches per optimiser step on each device: ``global_batch_size / (batch_size x world_size)``
+        when a global batch is set (it must divide), else ``accumulate_grad_batches``."""
+        if self.global_batch_size is None:
+            return self.accumulate_grad_batches
+        per_step = self.batch_size * world_size
+        if self.global_batch_size % per_step:
+            raise UserInputError(
+                f"global_batch_size={self.global_batch_size} is not a multiple of batch_size x devices = "
+                f"{self.batch_size} x {world_size}: change batch_size or the number of devices"
+            )
+        return self.global_batch_size // per_step
+
+    def inference_dtype(self) -> str:
+        """The dtype the model computes in (``precision``): calibration, in-process scoring and serving use it."""
+        if self.precision.startswith("bf16"):
+            return "bfloat16"
+        if self.precision.startswith("16"):
+            return "float16"
+        return "float32"
 
 
 def build_config(

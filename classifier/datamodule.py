@@ -103,6 +103,38 @@ class LengthBucketBatchSampler(Sampler[list[int]]):
         return n // self.world_size if self.world_size > 1 else n
 
 
+class EvalBatchSampler(LengthBucketBatchSampler):
+    """Validation: length-sorted batches dealt out to the ranks in turn, the same number to each. A rank short of
+    one gets a copy of the first batch with negated indices (``-1 - i``): collected for nothing, it only keeps the
+    ranks in step, since an FSDP forward pass is collective and a rank that stopped early would hang the others."""
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, rank: int = 0, world_size: int = 1):
+        super().__init__(lengths, batch_size, shuffle=False, rank=rank, world_size=world_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self._all_batches()
+        mine = batches[self.rank :: self.world_size]
+        padding = len(self) - len(mine)
+        yield from mine + [[-1 - i for i in batches[0]]] * padding
+
+    def __len__(self) -> int:
+        n = -(-len(self.lengths) // self.batch_size)
+        return -(-n // self.world_size)
+
+
+class Flagged(Dataset):
+    """``(item, keep)``: index ``-1 - i`` is item ``i`` again with ``keep=False`` (EvalBatchSampler's padding)."""
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, i: int) -> tuple[object, bool]:
+        return (self.dataset[-1 - i], False) if i < 0 else (self.dataset[i], True)
+
+
 class RandomBatchSampler(LengthBucketBatchSampler):
     """Plain shuffled batches (no bucketing): the baseline the padding benchmark compares against."""
 
@@ -130,7 +162,8 @@ class ResumableDataLoader(DataLoader):
 
 class BucketedDataModule(L.LightningDataModule):
     """Batches for either kind: length-bucketed (or random) training batches, sharded across ranks by the
-    sampler itself, resumable mid-epoch; validation in bucketed order on every rank. Subclasses build
+    sampler itself, resumable mid-epoch; validation batches in length order, dealt out to the ranks (each scores
+    its share, the module gathers the probabilities). Subclasses build
     ``train_set`` / ``val_set`` (each with ``lengths``) in ``setup`` and turn items into tensors in ``collate``."""
 
     def __init__(
@@ -160,19 +193,30 @@ class BucketedDataModule(L.LightningDataModule):
         trainer = self.trainer
         return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
 
+    def _eval_collate(self, items: list[tuple[object, bool]]) -> dict[str, torch.Tensor]:
+        batch = self.collate([item for item, _ in items])
+        batch["keep"] = torch.tensor([keep for _, keep in items], dtype=torch.bool)
+        return batch
+
     def _loader(self, dataset, train: bool) -> DataLoader:
         rank, world = self._rank_world()
-        cls = LengthBucketBatchSampler if self.bucket_by_length or not train else RandomBatchSampler
+        if not train:
+            eval_sampler = EvalBatchSampler(dataset.lengths, self.batch_size, rank=rank, world_size=world)
+            return DataLoader(
+                Flagged(dataset),
+                batch_sampler=eval_sampler,
+                collate_fn=self._eval_collate,
+                num_workers=self.num_workers,
+            )
+        cls = LengthBucketBatchSampler if self.bucket_by_length else RandomBatchSampler
         sampler = cls(
             dataset.lengths,
             self.batch_size,
-            shuffle=train and self.shuffle,
+            shuffle=self.shuffle,
             seed=self.seed,
             rank=rank,
-            world_size=world if train else 1,
+            world_size=world,
         )
-        if not train:
-            return DataLoader(dataset, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
         return ResumableDataLoader(
             dataset,
             batch_sampler=sampler,

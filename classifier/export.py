@@ -15,15 +15,17 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from darling import __version__
 from darling.classifier.backbones import EQUIVALENT_INDEX, LABEL_NAMES
-from darling.classifier.biencoder import ST_POOLING_KEYS, BiEncoder, is_encoder_only
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
-from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.core.errors import UserInputError
 from darling.core.readers import read_text
+
+if TYPE_CHECKING:  # torch-backed: reading an export's darling.json (every command's input check) must not load torch
+    from darling.classifier.biencoder import BiEncoder
+    from darling.classifier.encoding import PairEncoder, TextEncoder
 
 EXPORT_FORMAT_VERSION = 2  # 2: "kind" (cross-encoder | bi-encoder); a file without it is a cross-encoder
 META_FILE = "darling.json"
@@ -38,6 +40,7 @@ TEST_NOTE = "held-out pairs that chose nothing (neither the threshold nor any tr
 # before any model loads rather than a KeyError after.
 _COMMON_META = ("threshold", "max_tokens_per_response", "max_length")
 _REQUIRED_META = {CROSS_ENCODER: _COMMON_META, BI_ENCODER: (*_COMMON_META, "scale", "bias", "pooling")}
+DTYPES = ("float32", "bfloat16", "float16")
 _META_TYPES: dict[str, tuple[type, ...]] = {
     "threshold": (int, float),
     "max_tokens_per_response": (int,),
@@ -64,6 +67,9 @@ def read_export_meta(path: str | Path) -> dict[str, Any]:
         raise UserInputError(f"{meta_path}: field 'format_version' must be an integer, got {version!r}")
     if version > EXPORT_FORMAT_VERSION:
         raise UserInputError(f"{meta_path}: format_version {version} is newer than this darling")
+    dtype = meta.setdefault("dtype", "float32")  # exports before the field computed in fp32
+    if dtype not in DTYPES:
+        raise UserInputError(f"{meta_path}: field 'dtype' must be one of {', '.join(DTYPES)}, got {dtype!r}")
     kind = meta.setdefault("kind", CROSS_ENCODER)
     if kind not in _REQUIRED_META:
         raise UserInputError(f"{meta_path}: field 'kind' must be {CROSS_ENCODER} or {BI_ENCODER}, got {kind!r}")
@@ -180,7 +186,8 @@ Decides whether two responses to the same prompt are equivalent (label 1, `equiv
 
 ## Input format
 Token ids `{meta["input_format"]}`, max {meta["max_tokens_per_response"]} tokens per response, no token type
-ids. Send token ids, not text, so the serving tokenizer cannot change the input:
+ids. Scored in {meta["dtype"]}, the precision it trained in (its threshold was chosen in it; `darling
+serve-classifier` serves it in it). Send token ids, not text, so the serving tokenizer cannot change the input:
 
 ```python
 from darling.classifier import EquivalenceClassifier
@@ -209,6 +216,8 @@ def _write_sentence_transformers_files(folder: Path, model: BiEncoder, max_seq_l
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]
+    from darling.classifier.biencoder import ST_POOLING_KEYS
+
     pooling: dict[str, bool | int] = {key: model.pooling == name for name, key in ST_POOLING_KEYS.items()}
     hidden_size = int(model.backbone.config.hidden_size)  # type: ignore[union-attr, arg-type]
     pooling.update(
@@ -232,6 +241,8 @@ def _save_model(model, folder: Path, meta: dict[str, Any]) -> None:
         model.save_pretrained(folder, safe_serialization=True)
         return
     model.backbone.save_pretrained(folder, safe_serialization=True)
+    from darling.classifier.biencoder import is_encoder_only
+
     if not is_encoder_only(model.backbone.config):
         # A decoder's bare model saves as e.g. Qwen3Model, which vLLM does not register; under its causal-LM
         # name vLLM's pooling adapter loads the same weights (with or without the "model." prefix).

@@ -74,6 +74,7 @@ class PairModuleBase(L.LightningModule):
 
     def __init__(self, config: ClassifierTrainConfig, weights: list[float] | None):
         super().__init__()
+        self.fsdp = config.strategy.startswith("fsdp")
         self.config = config
         self.register_buffer("class_weights", torch.tensor(weights or [1.0, 1.0]), persistent=False)
         self.save_hyperparameters({"config": config.to_dict(), "class_weights": weights})
@@ -92,17 +93,43 @@ class PairModuleBase(L.LightningModule):
             losses = losses * self.class_weights[labels]
         return losses.mean()
 
+    def keep_validation(self, probs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
+        """Record a validation batch's probabilities, without the copies that only pad a rank's share."""
+        keep = batch["keep"].cpu()
+        self._val_probs.append(probs.detach().float().cpu()[keep])
+        self._val_labels.append(batch["labels"].detach().cpu()[keep])
+
     def on_validation_epoch_end(self) -> None:
         from sklearn.metrics import roc_auc_score
 
-        if not self._val_probs:
-            return
-        probs, labels = torch.cat(self._val_probs).numpy(), torch.cat(self._val_labels).numpy()
+        probs = torch.cat(self._val_probs) if self._val_probs else torch.zeros(0)
+        labels = torch.cat(self._val_labels) if self._val_labels else torch.zeros(0, dtype=torch.long)
         self._val_probs.clear()
         self._val_labels.clear()
+        if self.trainer.world_size > 1:  # each rank scored its own share of the validation batches
+            import torch.distributed as dist
+
+            shares: list = [None] * self.trainer.world_size
+            dist.all_gather_object(shares, (probs, labels))
+            probs, labels = torch.cat([p for p, _ in shares]), torch.cat([y for _, y in shares])
+        if not len(labels):
+            return
+        probs, labels = probs.numpy(), labels.numpy()
         if len(set(labels.tolist())) == 2:
             self.log("val/auc", float(roc_auc_score(labels, probs)), prog_bar=True)
         self.log("val/accuracy@0.5", float(((probs >= 0.5) == labels).mean()))
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
+        """Clip the gradient norm to ``max_grad_norm`` under every strategy. Lightning's own clipping refuses
+        FSDP (the norm of a sharded gradient needs the root FSDP module's ``clip_grad_norm_``, which sums the
+        shards' squares over ranks), so the Trainer gets no clip value and clipping happens here."""
+        max_norm = self.config.max_grad_norm
+        if max_norm is None:
+            return
+        if self.fsdp:
+            self.trainer.strategy.model.clip_grad_norm_(max_norm)
+        else:
+            self.clip_gradients(optimizer, gradient_clip_val=max_norm, gradient_clip_algorithm="norm")
 
     def configure_optimizers(self):
         cfg = self.config
@@ -136,7 +163,7 @@ class PairClassifierModule(PairModuleBase):
     def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
         super().__init__(config, weights)
         self.model = model.train()  # from_pretrained returns eval mode (dropout off)
-        if config.gradient_checkpointing:
+        if config.gradient_checkpointing and not self.fsdp:  # FSDP checkpoints activations per layer itself
             model.gradient_checkpointing_enable()
         freeze_lower_layers(model, config.freeze_layers)
         if config.identity_pooler:  # on --resume the checkpoint's weights replace this afterwards
@@ -158,6 +185,5 @@ class PairClassifierModule(PairModuleBase):
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         loss, logits = self._loss(batch)
-        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
-        self._val_probs.append(logits.softmax(-1)[:, EQUIVALENT_INDEX].detach().cpu())
-        self._val_labels.append(batch["labels"].detach().cpu())
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]), sync_dist=True)
+        self.keep_validation(logits.float().softmax(-1)[:, EQUIVALENT_INDEX], batch)

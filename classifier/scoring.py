@@ -28,6 +28,7 @@ class EquivalenceScorer:
     """P(equivalent) for response pairs and decisions at ``threshold``; subclasses decide how and where."""
 
     kind: str = ""
+    dtype: str = "float32"  # the precision the model computes in (an export's ``dtype``)
 
     def __init__(self, threshold: float = 0.5):
         self.threshold = threshold
@@ -134,11 +135,13 @@ class EquivalenceClassifier(PairScorer):
         meta = read_export_meta(path)
         if meta.get("kind", CROSS_ENCODER) == BI_ENCODER:
             return BiEncoderClassifier.from_pretrained(path, device=device, batch_size=batch_size)
-        model = load_exported_strict(path)
+        model = load_exported_strict(path, dtype=meta["dtype"])  # the precision it trained and was calibrated in
         if device:
             model = model.to(device)
         encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        return cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size)
+        scorer = cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size)
+        scorer.dtype = meta["dtype"]
+        return scorer
 
     @property
     def device(self) -> torch.device:
@@ -171,12 +174,14 @@ class BiEncoderClassifier(EmbeddingScorer):
         from transformers import AutoModel
 
         meta = read_export_meta(path)
-        backbone = load_exported_strict(path, AutoModel)
-        model = BiEncoder(backbone, meta["pooling"], meta["scale"], meta["bias"])
+        backbone = load_exported_strict(path, AutoModel, dtype=meta["dtype"])
         if device:
-            model = model.to(device)
+            backbone = backbone.to(device)  # a and b stay here: the probability is computed from numbers on the CPU
+        model = BiEncoder(backbone, meta["pooling"], meta["scale"], meta["bias"])
         encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        return cls(model, encoder, meta["threshold"], batch_size)
+        scorer = cls(model, encoder, meta["threshold"], batch_size)
+        scorer.dtype = meta["dtype"]
+        return scorer
 
     @property
     def device(self) -> torch.device:

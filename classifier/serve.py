@@ -1,25 +1,39 @@
 """``darling serve-classifier``: N vLLM replicas of an exported classifier, and the served-vs-in-process check.
 
 Each replica is ``--runner pooling --convert classify`` (a cross-encoder export) or ``--convert embed`` (a
-bi-encoder export) on its own port (on GPUs, pinned to its own device
-through ``CUDA_VISIBLE_DEVICES``). The parity check sends sample pairs as token ids through the same client
-the RL reward uses and compares with ``EquivalenceClassifier`` in this process.
+bi-encoder export) on its own port, pinned to its own GPU through ``CUDA_VISIBLE_DEVICES`` (or on the CPU with
+vLLM's CPU build), in the dtype the export records: the precision it trained in and had its threshold chosen in
+(vLLM's ``--dtype auto`` would serve an fp32 checkpoint in fp16 and move every probability). The parity check
+sends sample pairs as token ids through the same client the RL reward uses and compares with the export scored
+in this process.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import sys
+import signal
 import tempfile
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.core.shards import atomic_write_bytes
+from darling.core.vllm_server import (
+    CPU_SERVER_ARGS,
+    VLLMServer,
+    cpu_server_env,
+    cuda_available,
+    default_vllm_python,
+    free_port,
+)
+
+SERVE_DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass(kw_only=True)
@@ -32,71 +46,95 @@ class ServeConfig(CommandConfig):
     replicas: int = option(1, help="Number of vLLM servers (one per GPU).")
     port: int = option(8000, help="Port of the first replica; the others follow (0 = free ports).")
     host: str = option("127.0.0.1", help="Bind address (127.0.0.1 unless you need remote access).")
-    gpus: str | None = option(None, help="Comma-separated GPU ids, one per replica (e.g. 0,1,2,3).")
-    cpu: bool = option(False, help="vLLM's CPU build: fp32, eager, small KV cache.")
-    python: str | None = option(None, help="vLLM's Python (default: $DARLING_VLLM_PYTHON or the venv).")
+    devices: str = option(
+        "auto",
+        aliases=("--gpus",),
+        help="Where the replicas run: comma-separated GPU ids, one per replica (6,7); cpu (vLLM's CPU build, fp32 "
+        "or bf16, eager, a small KV cache); auto: GPUs 0.. when CUDA is visible, else cpu.",
+    )
+    dtype: str | None = option(
+        None, choices=SERVE_DTYPES, help="Serving dtype; default: the export's (the precision it trained in)."
+    )
+    gpu_memory_utilization: float | None = option(
+        None, help="Share of each replica's GPU that vLLM may take (default: vLLM's, 0.9)."
+    )
+    python: str | None = option(
+        None, help="vLLM's Python (default: $DARLING_VLLM_PYTHON, this environment if it has vLLM, else the CPU build)."
+    )
     # The flag --check hides CommandConfig.check (the rules hook): this class's rules extend validate() instead.
     check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")  # type: ignore[assignment]
     exit_after_check: bool = option(False, help="Stop the servers after --check (scripts, CI).")
+    ready_file: Path | None = option(
+        None,
+        help="Written (URLs and process ids, as JSON) once every replica is healthy and --check passed: a script "
+        "waits for it before it starts the jobs that use the replicas.",
+    )
 
     def validate(self) -> None:
         super().validate()
         if self.replicas < 1:
             raise UserInputError(f"replicas must be >= 1, got {self.replicas}")
+        gpus = self.gpu_ids()
+        if gpus is not None and len(gpus) < self.replicas:
+            raise UserInputError(f"{self.replicas} replicas need {self.replicas} --devices, got {len(gpus)}")
 
-    def devices(self) -> list[str] | None:
-        """``--gpus 0,1`` as the list ``start_replicas`` takes."""
-        return self.gpus.split(",") if self.gpus else None
+    def gpu_ids(self) -> list[str] | None:
+        """``--devices 6,7`` as a list; None for cpu and auto."""
+        if self.devices in ("auto", "cpu"):
+            return None
+        return [d.strip() for d in self.devices.split(",") if d.strip()]
+
+    def on_cpu(self) -> bool:
+        if self.devices == "cpu":
+            return True
+        if self.devices == "auto":
+            return not cuda_available()
+        return False
 
 
-def default_vllm_python() -> str:
-    """vLLM's Python: ``$DARLING_VLLM_PYTHON``, the venv ``.ci/setup.sh`` makes, or this interpreter."""
-    if os.environ.get("DARLING_VLLM_PYTHON"):
-        return os.environ["DARLING_VLLM_PYTHON"]
-    venv = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
-    return str(venv) if venv.exists() else sys.executable
-
-
-def start_replicas(
-    model_dir: Path,
-    replicas: int = 1,
-    python: str | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    gpus: list[str] | None = None,
-    cpu: bool = False,
-    max_model_len: int | None = None,
-    timeout: float = 600.0,
-) -> list[VLLMServer]:
-    """Start ``replicas`` servers on ports ``port, port+1, ...`` (0: free ports) and wait until all are healthy."""
+def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServer]:
+    """The replicas ``config`` asks for (not started): runner by the export's kind, dtype the export's unless
+    overridden, one GPU each (or the CPU build), ports ``port, port+1, ...`` (0: free ports)."""
     from darling.classifier.config import BI_ENCODER
-    from darling.classifier.export import read_export_meta
 
-    meta = read_export_meta(model_dir)  # fails with one line unless this is a darling export
     runner = "embed" if meta["kind"] == BI_ENCODER else "classify"
-    max_model_len = max_model_len or meta["max_length"]  # the longest input the encoder ever builds
-    if gpus and len(gpus) < replicas:
-        raise UserInputError(f"{replicas} replicas need {replicas} --gpus, got {len(gpus)}")
-    servers = []
+    dtype = config.dtype or meta["dtype"]
+    cpu = config.on_cpu()
+    gpus = config.gpu_ids() or ([str(k) for k in range(config.replicas)] if not cpu else None)
     cache = Path(tempfile.mkdtemp(prefix="darling-serve-"))
-    for k in range(replicas):
-        env = cpu_server_env(cache / str(k), threads=max(1, (os.cpu_count() or 2) // replicas)) if cpu else {}
+    servers = []
+    for k in range(config.replicas):
+        env = cpu_server_env(cache / str(k), threads=max(1, (os.cpu_count() or 2) // config.replicas)) if cpu else {}
+        extra = list(CPU_SERVER_ARGS) if cpu else []
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = gpus[k]
+        if config.gpu_memory_utilization is not None and not cpu:
+            extra += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
         servers.append(
             VLLMServer(
-                model_dir,
-                python=python or default_vllm_python(),
-                host=host,
-                port=port + k if port else free_port(host),
-                max_model_len=max_model_len,
-                dtype="float32" if cpu else "auto",
+                config.model,
+                python=config.python or default_vllm_python(),
+                host=config.host,
+                port=config.port + k if config.port else free_port(config.host),
+                max_model_len=meta["max_length"],  # the longest input the encoder ever builds
+                dtype=dtype,
                 runner=runner,
-                extra_args=list(CPU_SERVER_ARGS) if cpu else [],
+                extra_args=extra,
                 env=env,
-            ).start()
+            )
         )
+    return servers
+
+
+def start_replicas(config: ServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
+    """Start the replicas and wait until all are healthy (all are stopped again if one fails)."""
+    from darling.classifier.export import read_export_meta
+
+    meta = read_export_meta(config.model)  # fails with one line unless this is a darling export
+    servers = replica_servers(config, meta)
     try:
+        for server in servers:
+            server.start()
         for server in servers:
             server.wait_healthy(timeout)
     except BaseException:
@@ -110,31 +148,73 @@ def stop_all(servers: list[VLLMServer]) -> None:
         server.stop()
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (a script's ``kill``, a scheduler's stop) ends the command as Ctrl-C does, through its cleanup:
+    the replicas run in sessions of their own, so nothing else would stop them."""
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+
+def write_ready_file(path: Path, servers: list[VLLMServer]) -> None:
+    data = {"urls": [s.base_url for s in servers], "pids": [s.process.pid for s in servers if s.process]}
+    atomic_write_bytes(Path(path), (json.dumps(data, indent=2) + "\n").encode())
+
+
+# Largest |served - in-process| P(equivalent) accepted, by serving dtype: fp32 kernels agree to ~1e-6; bf16 keeps
+# 8 bits of mantissa, so two correct bf16 implementations differ by a few 1e-3 (measured: tests/classifier).
+PARITY_TOLERANCE = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 2e-2}
+
+
 @dataclass(frozen=True)
 class ParityReport:
     pairs: int
     max_abs_diff: float
     decisions_agree: int
+    tolerance: float = 1e-3
+    near_threshold: int = 0  # pairs whose in-process P lies within the tolerance of the threshold
 
     @property
     def ok(self) -> bool:
-        return self.max_abs_diff < 1e-3 and self.decisions_agree == self.pairs
+        return self.max_abs_diff < self.tolerance and self.decisions_agree + self.near_threshold >= self.pairs
 
 
 def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]]) -> ParityReport:
-    """Served P(equivalent) vs in-process, same pairs, same token ids (both orders when a cross-encoder export
-    is symmetric; a bi-encoder's served embeddings go through the same cosine map as the local ones)."""
+    """Served P(equivalent) vs in-process, same pairs, same token ids, same dtype (both orders when a
+    cross-encoder export is symmetric; a bi-encoder's served embeddings go through the same cosine map as the
+    local ones). A decision may differ only for a pair within the dtype's tolerance of the threshold."""
+    from darling.classifier.client import ServedBiEncoderClassifier, ServedEquivalenceClassifier
     from darling.classifier.loading import load_scorer
+    from darling.core.devices import rank_device
 
-    local = load_scorer(model_dir)
-    served = load_scorer(model_dir, urls)
+    served = typing.cast(ServedEquivalenceClassifier | ServedBiEncoderClassifier, load_scorer(model_dir, urls))
     try:
         remote_p = served.prob_equivalent(pairs)
         remote_d = served.is_equivalent(pairs)
     finally:
         served.client.close()
+    local = load_scorer(model_dir, device=rank_device())  # a 4B export is scored on a GPU, not this process's CPU
     local_p, local_d = local.prob_equivalent(pairs), local.is_equivalent(pairs)
-    return ParityReport(len(pairs), float(np.max(np.abs(remote_p - local_p))), int(np.sum(remote_d == local_d)))
+    tolerance, threshold = PARITY_TOLERANCE[getattr(local, "dtype", "float32")], local.threshold
+    del local
+    _free_gpu_memory()  # the jobs started after the check get this GPU back
+    near = np.abs(local_p - threshold) < tolerance
+    disagree = remote_d != local_d
+    return ParityReport(
+        len(pairs),
+        float(np.max(np.abs(remote_p - local_p))),
+        int(np.sum(~disagree)),
+        tolerance,
+        int(np.sum(disagree & near)),
+    )
+
+
+def _free_gpu_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def sample_pairs(n: int = 32) -> list[tuple[str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import time
@@ -15,7 +16,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
-from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule, init_affine
+from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule
 from darling.classifier.biencoder import BiEncoder, backbone_pooling, load_backbone_encoder
 from darling.classifier.calibration import choose_threshold
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig
@@ -45,6 +46,11 @@ class TrainResult:
     global_step: int = 0
     model: Any = None  # the trained model (rank 0), e.g. to compare with the export
     test_metrics: dict[str, Any] | None = None  # on held-out pairs, when train_classifier(test=...) was given
+    rank: int = 0  # this process's global rank: only rank 0 calibrates, exports and has metrics
+
+    @property
+    def exported(self) -> bool:
+        return self.rank == 0
 
 
 AFFINE_INIT_PAIRS = 64  # pairs whose untrained cosines start a and b (bi_training.init_affine)
@@ -66,6 +72,21 @@ def _strategy(config: ClassifierTrainConfig, model):
     )
 
 
+def loggers(config: ClassifierTrainConfig, work_dir: Path) -> list:
+    """The CSV log always, and what ``report_to`` names (tensorboard, wandb)."""
+    chosen: list = [CSVLogger(work_dir, name="logs", flush_logs_every_n_steps=config.log_every_n_steps)]
+    if "tensorboard" in config.report_to:
+        chosen.append(TensorBoardLogger(work_dir, name="tensorboard"))
+    if "wandb" in config.report_to:
+        try:
+            from lightning.pytorch.loggers import WandbLogger
+
+            chosen.append(WandbLogger(project="darling", save_dir=str(work_dir), name=work_dir.parent.name))
+        except ModuleNotFoundError:
+            raise UserInputError("report_to wandb needs the wandb package: pip install wandb") from None
+    return chosen
+
+
 def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress: bool) -> L.Trainer:
     checkpoint = ModelCheckpoint(
         dirpath=work_dir / "checkpoints",
@@ -77,19 +98,15 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
     if progress:
         callbacks.append(RichProgressBar())
     uses_steps = config.max_steps >= 1
-    return L.Trainer(
+    trainer = L.Trainer(
         accelerator=config.accelerator,
         devices=config.devices if config.devices == "auto" else int(config.devices),
         strategy=_strategy(config, model),
         precision=config.precision,
         max_steps=config.max_steps if uses_steps else -1,
         max_epochs=-1 if uses_steps else config.epochs,
-        accumulate_grad_batches=config.accumulate_grad_batches,
-        gradient_clip_val=1.0 if not config.strategy.startswith("fsdp") else None,
-        logger=[
-            CSVLogger(work_dir, name="logs", flush_logs_every_n_steps=config.log_every_n_steps),
-            TensorBoardLogger(work_dir, name="tensorboard"),
-        ],
+        gradient_clip_val=None,  # max_grad_norm is applied by the module (PairModuleBase.configure_gradient_clipping)
+        logger=loggers(config, work_dir),
         callbacks=callbacks,
         log_every_n_steps=config.log_every_n_steps,
         use_distributed_sampler=False,  # LengthBucketBatchSampler shards batches across ranks itself
@@ -98,24 +115,37 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
         enable_model_summary=progress,
         default_root_dir=work_dir,
     )
+    # The world size is known once the Trainer exists (devices x nodes, or torchrun's): the accumulation that
+    # makes global_batch_size pairs per optimiser step follows from it.
+    trainer.accumulate_grad_batches = config.accumulation(trainer.world_size)
+    return trainer
 
 
-def _full_model(trainer: L.Trainer, module, config, work_dir: Path, fresh_model):
-    """The trained model with all its weights on rank 0.
+def _full_model(trainer: L.Trainer, module, config, fresh_model):
+    """The trained model with all its weights on rank 0 (None on the other ranks).
 
-    Under FSDP each rank holds a shard: a full checkpoint (a collective, so every rank calls it) is
-    gathered and loaded strictly into ``fresh_model()``. Other strategies keep whole weights on every rank.
-    """
+    Under FSDP each rank holds a shard: the full weights are gathered to rank 0's CPU (a collective, so every
+    rank calls it; weights only, no optimizer state) and loaded strictly into ``fresh_model()``. Other strategies
+    keep whole weights on every rank."""
     if not config.strategy.startswith("fsdp"):
-        return module.model
-    path = work_dir / "checkpoints" / "final-full.ckpt"
-    trainer.save_checkpoint(path)
+        return module.model if trainer.is_global_zero else None
+    state = trainer.strategy.lightning_module_state_dict()
     if not trainer.is_global_zero:
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
     model = fresh_model()
     model.load_state_dict({k.removeprefix("model."): v for k, v in state.items()}, strict=True)
     return model
+
+
+def scoring_copy(model, dtype_name: str, device: torch.device):
+    """The trained model as it will score and be served: in the dtype it computed in (``precision``) on the
+    training device. A bf16 model gets its own copy, so the fp32 master weights are what the export saves."""
+    dtype = getattr(torch, dtype_name)
+    if dtype == torch.float32:
+        return model.to(device)
+    copied = copy.deepcopy(model).to(device)
+    getattr(copied, "backbone", copied).to(dtype)  # a bi-encoder's a and b stay fp32, as darling.json records them
+    return copied
 
 
 @dataclass
@@ -165,9 +195,6 @@ def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume
     _check_positions(hf_model.config, encoder.max_length, config)
     pooling = backbone_pooling(backbone, hf_model.config) if config.pooling == "auto" else config.pooling
     model = BiEncoder(hf_model, pooling)
-    if not resume:  # a resumed run restores a and b from its checkpoint
-        sample = random.Random(config.seed).sample(train_pairs, min(AFFINE_INIT_PAIRS, len(train_pairs)))
-        init_affine(model, encoder, sample)
     cache = (
         (hf_model, config.freeze_layers)
         if config.cache_frozen_layers and can_cache(hf_model, config.freeze_layers)
@@ -184,6 +211,9 @@ def bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume
         cache=cache,
     )
     module = BiEncoderModule(model, config, class_weights(*dm.class_counts()))
+    if not resume:  # a resumed run restores a and b from its checkpoint; a fresh one fits them at fit start
+        module.affine_pairs = random.Random(config.seed).sample(train_pairs, min(AFFINE_INIT_PAIRS, len(train_pairs)))
+        module.encoder = encoder
     return KindParts(
         encoder,
         model,
@@ -269,17 +299,32 @@ def train_classifier(
     start = time.perf_counter()
     trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(last_ckpt) if resume else None)
     train_seconds = time.perf_counter() - start
-    trained = _full_model(trainer, parts.module, config, work_dir, parts.fresh_model)
+    trained = _full_model(trainer, parts.module, config, parts.fresh_model)
     if not trainer.is_global_zero:
-        return TrainResult(output, {}, 0.5, train_seconds, len(train_pairs), len(val_pairs), trainer.global_step)
+        n = (len(train_pairs), len(val_pairs))
+        return TrainResult(output, {}, 0.5, train_seconds, *n, trainer.global_step, rank=trainer.global_rank)
 
-    clf = parts.scorer(trained)
+    dtype = config.inference_dtype()
+    clf = parts.scorer(scoring_copy(trained, dtype, trainer.strategy.root_device))
     threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective, work_dir / "validation")
     clf.threshold = threshold
     metrics["train_seconds"] = round(train_seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
+    world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
+    schedule = {
+        "world_size": world,
+        "accumulate_grad_batches": accumulate,
+        "examples_per_optimiser_step": config.batch_size * world * accumulate,  # (a, b) and (b, a): two
+        "optimiser_steps": trainer.global_step,
+    }
     meta = build_meta(
-        parts.meta_fields(trained), config.backbone, threshold, metrics, pairs.sha256, config.to_dict(), test_metrics
+        {**parts.meta_fields(trained), "dtype": dtype, "schedule": schedule},
+        config.backbone,
+        threshold,
+        metrics,
+        pairs.sha256,
+        config.to_dict(),
+        test_metrics,
     )
     export_classifier(trained, tokenizer, output, meta)
     return TrainResult(

@@ -26,8 +26,14 @@ Your own pairs (fields prompt, generation_0, generation_1, similar), a fixed val
 
     darling train-classifier --data pairs.parquet --val val.jsonl --output runs/clf --epochs 3
 
-Paper recipe on GPUs: `--preset paper --devices 8 --strategy ddp`. Every setting below is a field of
-`darling.classifier.ClassifierTrainConfig`; `--config FILE` (TOML/JSON/YAML) takes the same keys.
+The paper recipe on one node of 8 GPUs (FSDP, bf16 autocast, 64 pairs per optimiser step whatever the number of
+GPUs), one process per GPU:
+
+    torchrun --nproc-per-node 8 -m darling train-classifier --preset paper --devices 8 \
+        --data runs/labels/labelled.parquet --output runs/qwen3-clf
+
+Every setting below is a field of `darling.classifier.ClassifierTrainConfig`; `--config FILE` (TOML/JSON/YAML)
+takes the same keys.
 """
 
 PAIRS_HELP = "Labelled pairs: .jsonl[.gz], .parquet, dataset folder, hub name, or noveltybench (built in)."
@@ -62,6 +68,8 @@ def train(
     from darling.classifier.train import train_classifier
 
     result = train_classifier(config, pairs, output, val=val_pairs, resume=resume, progress=progress, test=test_pairs)
+    if not result.exported:  # another rank of a multi-process run: rank 0 calibrates, exports and reports
+        return
     out.print(
         f"exported {result.output} ({config.kind}; train {result.n_train} pairs, val {result.n_val}, "
         f"{result.train_seconds:.0f} s)\n{metrics_line('val (chose the threshold)', result.metrics)}"

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.cli.common import out
 from darling.cli.options import config_command, param
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
@@ -131,6 +132,37 @@ def label(config: JudgeConfig, progress: bool) -> None:
         raise typer.Exit(code=1)
 
 
+# -- training pairs ------------------------------------------------------------------------------------------
+TRAINING_PAIRS_DOC = """The classifier's training pairs: the judge's labels, NoveltyBench's human-labelled pairs, or the
+judge's topped up with human pairs when it gave too few of a class (a classifier, and its validation split,
+needs both labels).
+
+Examples:
+
+    darling datagen training-pairs --labels runs/labels --output runs/training-pairs
+
+    darling datagen training-pairs --source human --human-pairs 200 --output runs/training-pairs
+
+Then: `darling train-classifier --data runs/training-pairs/pairs.jsonl --output runs/clf`. OUTPUT/summary.json
+says what went in and why. Every setting below is a field of
+`darling.classifier.training_pairs.TrainingPairsConfig`.
+"""
+
+
+def training_pairs(config: TrainingPairsConfig) -> None:
+    from darling.classifier.training_pairs import build_training_pairs
+
+    summary = build_training_pairs(config)
+    by = summary["by_source"]
+    out.print(
+        f"{summary['pairs']} pairs ({by['judge']} from the judge, {by['noveltybench']} NoveltyBench human pairs; "
+        f"equivalent {summary['balance']['1']}, different {summary['balance']['0']}) -> {summary['file']}"
+    )
+    if summary["reason"]:
+        out.print(f"note: {summary['reason']}")
+
+
 datagen_app.command("rollouts")(config_command(RolloutConfig, rollouts, [IMPORT, PROGRESS], doc=ROLLOUTS_DOC))
 datagen_app.command("pairs")(config_command(PairConfig, pairs, [PROGRESS], doc=PAIRS_DOC))
 datagen_app.command("label")(config_command(JudgeConfig, label, [PROGRESS], doc=LABEL_DOC))
+datagen_app.command("training-pairs")(config_command(TrainingPairsConfig, training_pairs, doc=TRAINING_PAIRS_DOC))

@@ -1,5 +1,5 @@
-"""``darling eval math | novelty | classifier``: one sub-application; each command's flags are the fields of its
-config (``darling.evals.config``), built by ``cli/options.py``."""
+"""``darling eval math | novelty | classifier | compare``: one sub-application; each command's flags are the fields
+of its config (``darling.evals.config``, ``darling.evals.compare``), built by ``cli/options.py``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from darling.cli.common import out
 from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.options import config_command
+from darling.evals.compare import CompareConfig
 from darling.evals.config import ClassifierEvalConfig
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
@@ -33,6 +34,17 @@ Every setting below is a field of `darling.evals.config.ClassifierEvalConfig`.
 
 
 def eval_classifier(config: ClassifierEvalConfig) -> None:
+    from darling.classifier.data import load_pairs
+    from darling.classifier.export import read_export_meta
+
+    # Every input is read before the scorers are imported (torch, scikit-learn take seconds): bad input is refused
+    # at once. evaluate_classifier reads them again (cheap), for callers of the Python API.
+    load_pairs(config.data)
+    for export in (config.model, config.compare):
+        if export is not None:
+            read_export_meta(export)
+    if config.fit_data is not None:
+        load_pairs(config.fit_data)
     from darling.evals.classifier import evaluate_classifier
 
     metrics = evaluate_classifier(config)
@@ -46,7 +58,36 @@ def eval_classifier(config: ClassifierEvalConfig) -> None:
 
 eval_classifier_cmd = config_command(ClassifierEvalConfig, eval_classifier, doc=CLASSIFIER_DOC)
 
+COMPARE_DOC = """Policies side by side: DARLING against its GRPO baseline (and the base policy) from what their runs
+saved, each difference paired over the same prompts or problems with a bootstrap 95% interval.
+
+Example (the folders `darling eval novelty`, `darling eval math` and `darling rl-train` wrote):
+
+    darling eval compare --novelty darling=runs/nov-darling --novelty grpo=runs/nov-grpo --novelty base=runs/nov-base \
+        --math darling=runs/math-darling --math grpo=runs/math-grpo --math base=runs/math-base \
+        --training darling=runs/rl --training grpo=runs/rl-grpo --k 1 --k 16 --output runs/compare
+
+Differences are every pair in the order the policies are named (darling - grpo, darling - base, grpo - base), or
+--pairs A:B. Writes OUTPUT/compare.json, report.md and curves.png. Every setting below is a field of
+`darling.evals.compare.CompareConfig`.
+"""
+
+
+def eval_compare(config: CompareConfig) -> None:
+    from darling.evals.compare import compare
+
+    result = compare(config)
+    if "novelty" in result:
+        out.print(f"novelty: {result['novelty']['prompts']} prompts every policy completed")
+    if "math" in result:
+        out.print(f"math: {result['math']['problems']} problems every policy scored (n = {result['math']['n']})")
+    out.print(f"-> {config.output}/compare.json, report.md")
+
+
+eval_compare_cmd = config_command(CompareConfig, eval_compare, doc=COMPARE_DOC)
+
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
 eval_app.command("math")(eval_math_cmd)
 eval_app.command("novelty")(eval_novelty_cmd)
 eval_app.command("classifier")(eval_classifier_cmd)
+eval_app.command("compare")(eval_compare_cmd)

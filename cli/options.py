@@ -1,6 +1,6 @@
 """The command line built from the config dataclasses: every field of a command's config is a flag named after
-it (``--learning-rate``), with the field's help; ``--preset``, ``--config`` and ``--set`` come with every
-command that has presets, in the one precedence of ``darling.core.config``.
+it (``--learning-rate``), with the field's help; ``--config`` and ``--set`` come with every command, ``--preset``
+with every command that has presets, in the one precedence of ``darling.core.config``.
 
 A command is ``config_command(ConfigClass, run, params=...)``: ``params`` are the options that are not settings
 (inputs, the output folder, ``--resume``), declared once here or next to the command; ``run(config, **params)``
@@ -22,7 +22,7 @@ from darling.cli.common import user_errors
 from darling.core.config import CommandConfig, base_type, field_types, parse_set_options
 
 SETTINGS_PANEL = "Settings (unset: the --preset's value; also --config FILE, --set KEY=VALUE)"
-PLAIN_SETTINGS_PANEL = "Settings"  # a command without presets (and so without --config, --set)
+PLAIN_SETTINGS_PANEL = "Settings (also --config FILE, --set KEY=VALUE)"  # a command without presets
 
 
 def flag_name(field_name: str) -> str:
@@ -73,9 +73,13 @@ def field_params(cls: type[CommandConfig], exclude: Sequence[str] = ()) -> list[
 
 
 def preset_params(cls: type[CommandConfig], default: str | None) -> list[inspect.Parameter]:
-    names = ", ".join(cls.preset_names())
+    """``--preset`` (commands with presets), ``--config`` and ``--set`` (every command)."""
+    own = []
+    if cls.PRESET_PACKAGE is not None:
+        names = ", ".join(cls.preset_names())
+        own.append(param("preset", Annotated[str | None, typer.Option(help=f"Preset: {names}.")], default))
     return [
-        param("preset", Annotated[str | None, typer.Option(help=f"Preset: {names}.")], default),
+        *own,
         param(
             "config", Annotated[Path | None, typer.Option(help="TOML/JSON/YAML file of settings (field names).")], None
         ),
@@ -95,14 +99,13 @@ def config_command(
 ) -> Callable[..., None]:
     """A typer command: ``params``, then every settings flag of ``cls``; builds the config (preset < --config <
     --set < flags) and calls ``run(config, **params)``. ``fixed`` may add settings derived from ``params``."""
-    with_presets = cls.PRESET_PACKAGE is not None
     setting_names = [p.name for p in field_params(cls, exclude)]
     own = [p.name for p in params]
 
     def parse(kwargs: dict[str, Any]) -> tuple[CommandConfig, dict[str, Any]]:
         """The parsed command line -> (config, the non-setting params): what ``run`` is called with."""
         kwargs = dict(kwargs)
-        overrides = parse_set_options(kwargs.pop("set_", None)) if with_presets else {}
+        overrides = parse_set_options(kwargs.pop("set_", None))
         # Unset: None, or an empty tuple for a repeatable flag never given (click's own value, before typer's).
         overrides.update({n: kwargs[n] for n in setting_names if kwargs.get(n) not in (None, (), [])})
         if fixed is not None:
@@ -115,7 +118,7 @@ def config_command(
         config, params = parse(kwargs)
         run(config, **params)
 
-    signature = [*params, *(preset_params(cls, preset) if with_presets else []), *field_params(cls, exclude)]
+    signature = [*params, *preset_params(cls, preset), *field_params(cls, exclude)]
     command.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in signature}
     command.__doc__ = doc

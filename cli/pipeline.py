@@ -1,54 +1,58 @@
-"""``darling pipeline`` — its flags are the fields of ``PipelineConfig`` (cli/options.py); it calls
-``darling.pipeline.run_pipeline``."""
+"""``darling pipeline`` — its flags are the chain-level fields of ``PipelineConfig`` (cli/options.py); each stage's
+settings are a table of it (``--set rl.max_steps=32``). It calls ``darling.pipeline.run_pipeline``."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
 
 import typer
 
 from darling.cli.common import err, out
-from darling.cli.options import config_command, param
+from darling.cli.options import config_command
 from darling.pipeline.config import PipelineConfig
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
--> DARLING RL (and, with --grpo-baseline as in the cpu preset, GRPO with the same settings and seeds) -> eval
-math (pass@k) -> eval novelty -> DARLING against GRPO on held-out prompts, each stage in its own folder of
-OUTPUT, written up in OUTPUT/report.md.
+-> DARLING RL and, with the same settings and seeds, its GRPO baseline -> eval math (pass@k) -> eval novelty ->
+DARLING against GRPO and the base policy, each stage in its own folder of OUTPUT, written up in OUTPUT/report.md.
+
+Every stage runs as its `darling` commands, in their own processes, launched as OUTPUT/commands.sh launches them
+(torchrun or accelerate launch for several processes, serve-classifier replicas, a vLLM server per model): the
+pipeline writes commands.sh, then runs each of its blocks as written. CPU and GPU presets run the same way.
 
 Examples:
 
-    darling pipeline --preset cpu --output runs/pipe             # ~9 min on 2 CPU cores
+    darling pipeline --preset cpu --output runs/pipe              # ~9 min on 2 CPU cores
 
-    darling pipeline --preset cpu --output runs/pipe             # again: every finished stage is skipped
+    darling pipeline --preset cpu --output runs/pipe              # again: every finished stage is skipped
 
-    darling pipeline --preset cpu-compare --output runs/cmp      # 48 RL steps per run, ~18 min
+    darling pipeline --preset cpu-compare --output runs/cmp       # 48 RL steps per run, ~18 min
 
-    darling pipeline --preset cpu --output runs/tiny --datagen-limit 2 --judge-limit 3 --rl-steps 1 \\
-        --eval-limit 2 --eval-n 2 --novelty-limit 2 --eval-max-tokens 16
+    darling pipeline --preset paper-tiny --output runs/pt         # the paper chain with tiny models, on CPU
 
-    darling pipeline --preset cpu --output runs/pipe --dry-run   # print and write commands.sh only
+    darling pipeline --preset paper --output runs/paper           # one node of 8 GPUs (CUDA)
 
-    darling pipeline --preset paper --output runs/paper          # GPUs: vLLM, Llama-3.3-70B judge,
-                                                                 # Qwen3-Embedding-4B, TRL paper-math
+    darling pipeline --preset cpu --output runs/tiny --set datagen.limit=2 --set rl.max_steps=2 \\
+        --set eval_math.limit=2 --set eval_novelty.limit=2
 
-On a machine without CUDA, `--preset paper` writes OUTPUT/commands.sh, says it needs GPUs and exits 0. An
-interrupted run resumes with the same command; another preset or option into the same OUTPUT is refused.
-OUTPUT/manifest.json records the command line, config, versions and SHA-256 of every file. Every setting below is
-a field of `darling.pipeline.PipelineConfig`; each `darling` line of OUTPUT/commands.sh is built from the same
-config objects the run uses. `--set rl_options.floor=0.1` sets one entry of a stage's options.
+    darling pipeline --preset paper --output runs/paper --dry-run # write and print commands.sh only
+
+A stage's settings are the fields of its command's config, in the table named after the stage: [datagen]
+(datagen rollouts), [pairs], [labels] (datagen label), [training_pairs], [classifier] (train-classifier, with
+its preset), [serve] (serve-classifier), [rl] (rl-train, both runs) and [rl_grpo] (the baseline only),
+[eval_math], [eval_novelty], [compare] (eval compare); `--set TABLE.FIELD=VALUE` or `--config FILE` (TOML) sets
+them. On a machine without CUDA, `--preset paper` writes OUTPUT/commands.sh, says it needs GPUs and exits 0. An
+interrupted run resumes with the same command; another preset or setting into the same OUTPUT is refused.
+OUTPUT/manifest.json records the command line, config, versions and SHA-256 of every file; OUTPUT/logs/ each
+stage's output.
 """
-PARAMS = [param("progress", Annotated[bool, typer.Option(help="Show the stages' progress bars.")], sys.stderr.isatty())]
 
 
-def pipeline(config: PipelineConfig, progress: bool) -> None:
-    from darling.pipeline import run_pipeline
-    from darling.pipeline.stages import StageFailed
+def pipeline(config: PipelineConfig) -> None:
+    from darling.pipeline.runner import StageFailed, run_pipeline
 
     try:
-        result = run_pipeline(config, progress=progress, log=_print, argv=sys.argv)
-    except StageFailed as exc:  # failed items (judge calls, generations): the rerun retries them
+        result = run_pipeline(config, log=_print, argv=sys.argv)
+    except StageFailed as exc:  # a command failed: the rerun resumes it
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=1) from None
     if result["status"] == "done":
@@ -59,4 +63,4 @@ def _print(line: str) -> None:
     out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-pipeline_cmd = config_command(PipelineConfig, pipeline, PARAMS, doc=DOC, preset="cpu")
+pipeline_cmd = config_command(PipelineConfig, pipeline, doc=DOC, preset="cpu")

@@ -62,28 +62,37 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
 
 
 SERVE_DOC = """Serve an exported classifier with vLLM on N replicas (`--runner pooling --convert classify` for a
-cross-encoder export, `--convert embed` for a bi-encoder export).
+cross-encoder export, `--convert embed` for a bi-encoder export), in the dtype the export records.
 
 Examples:
 
-    darling serve-classifier --model runs/clf --replicas 8 --gpus 0,1,2,3,4,5,6,7 --check
+    darling serve-classifier --model runs/clf --replicas 8 --devices 0,1,2,3,4,5,6,7 --check
 
-    darling serve-classifier --model runs/clf --cpu --port 0 --check --exit-after-check
+    darling serve-classifier --model runs/clf --devices cpu --port 0 --check --exit-after-check
+
+    darling serve-classifier --model runs/clf --replicas 2 --devices 6,7 --port 8100 --ready-file runs/ready.json &
 
 Then: `darling rl-train --classifier runs/clf --classifier-url http://127.0.0.1:8000 ...` (repeat per replica).
-Ctrl-C stops every replica.
+vLLM comes from $DARLING_VLLM_PYTHON, else this environment, else the CPU build .ci/setup.sh makes (--python to
+choose). Ctrl-C or SIGTERM stops every replica.
 """
 
 
 def serve_classifier(config: ServeConfig) -> None:
     import time
 
-    from darling.classifier.serve import parity_check, sample_pairs, start_replicas, stop_all
+    from darling.classifier.serve import (
+        parity_check,
+        sample_pairs,
+        start_replicas,
+        stop_all,
+        stop_on_sigterm,
+        write_ready_file,
+    )
 
     model = config.model
-    servers = start_replicas(
-        model, config.replicas, config.python, config.host, config.port, config.devices(), config.cpu
-    )
+    stop_on_sigterm()
+    servers = start_replicas(config)
     try:
         for server in servers:
             out.print(f"serving {model} at {server.base_url}  (log: {server.log_path})")
@@ -91,14 +100,22 @@ def serve_classifier(config: ServeConfig) -> None:
             report = parity_check(model, [s.base_url for s in servers], sample_pairs())
             verdict = "OK" if report.ok else "MISMATCH"
             out.print(
-                f"parity {verdict}: {report.pairs} pairs, max |served - in-process| = {report.max_abs_diff:.2e}, "
-                f"decisions agree on {report.decisions_agree}/{report.pairs}"
+                f"parity {verdict}: {report.pairs} pairs, max |served - in-process| = {report.max_abs_diff:.2e} "
+                f"(tolerance {report.tolerance:g} in {servers[0].dtype}), decisions agree on "
+                f"{report.decisions_agree}/{report.pairs}"
+                + (
+                    f" ({report.near_threshold} others within the tolerance of the threshold)"
+                    if report.near_threshold
+                    else ""
+                )
             )
             if not report.ok:
                 raise typer.Exit(code=1)
+        if config.ready_file is not None:
+            write_ready_file(config.ready_file, servers)
         if config.exit_after_check:
             return
-        out.print("Ctrl-C to stop")
+        out.print("Ctrl-C (or SIGTERM) to stop")
         while all(s.process.poll() is None for s in servers):
             time.sleep(1.0)
         out.print("a replica exited; stopping the others")

@@ -3,7 +3,8 @@
 
 ``engine_options(settings)`` is the one place an engine name meets its construction options
 (``darling.core.engines.make_engine(settings.engine, **engine_options(settings))``): only the options the chosen
-engine takes are passed, and ``openai`` without a ``base_url`` is refused before anything runs.
+engine takes are passed, and ``openai`` without a ``base_url`` is refused before anything runs. A generator list
+may give one model its own vLLM settings (``ENGINE_OVERRIDES``): they replace these for that model.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from darling.core.engines import ENGINE_NAMES, Engine, make_engine
 from darling.core.errors import UserInputError
 
 ENGINE_PANEL = "Generation engine"
-ENGINE_HELP = "hf (transformers, CPU), openai (any OpenAI-compatible server), vllm (GPU)."
+ENGINE_HELP = (
+    "hf (transformers in this process, CPU), openai (any OpenAI-compatible server), vllm (a vLLM server process per "
+    "model, started and stopped here: GPUs, or vLLM's CPU build), vllm-offline (vllm.LLM in this process)."
+)
+# Settings one model of a generator list may set for itself (a 7B generator on 1 GPU, a 32B one on 4).
+ENGINE_OVERRIDES = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "gpu_memory_utilization")
 
 
 def engine_option(default: str) -> Any:
@@ -35,17 +41,39 @@ class EngineConfig(CommandConfig):
     api_key_env: str = option(
         "OPENAI_API_KEY", help="Environment variable holding the API key (never logged).", panel=ENGINE_PANEL
     )
-    concurrency: int = option(32, help="openai: requests in flight at once.", panel=ENGINE_PANEL)
-    timeout: float = option(300.0, help="openai: seconds per request before it is retried.", panel=ENGINE_PANEL)
+    concurrency: int = option(32, help="openai, vllm: requests in flight at once.", panel=ENGINE_PANEL)
+    timeout: float = option(300.0, help="openai, vllm: seconds per request before it is retried.", panel=ENGINE_PANEL)
     max_retries: int = option(
-        4, help="openai: retries (exponential backoff) before a request is failed.", panel=ENGINE_PANEL
+        4, help="openai, vllm: retries (exponential backoff) before a request is failed.", panel=ENGINE_PANEL
     )
-    tensor_parallel_size: int = option(1, help="vllm: GPUs per model (tensor parallel).", panel=ENGINE_PANEL)
-    threads: int | None = option(None, help="hf: torch CPU threads.", panel=ENGINE_PANEL)
+    tensor_parallel_size: int = option(1, help="vllm: GPUs per model replica (tensor parallel).", panel=ENGINE_PANEL)
+    data_parallel_size: int = option(
+        1, help="vllm: model replicas behind one server (data parallel; GPUs = tensor x data).", panel=ENGINE_PANEL
+    )
+    max_model_len: int | None = option(
+        None, help="vllm: context length (prompt + completion); default the model's.", panel=ENGINE_PANEL
+    )
+    gpu_memory_utilization: float | None = option(
+        None, help="vllm: share of each GPU vLLM may take; default vLLM's (0.9).", panel=ENGINE_PANEL
+    )
+    devices: str = option(
+        "auto",
+        help="vllm: GPU ids for the server (CUDA_VISIBLE_DEVICES), cpu (vLLM's CPU build), or auto.",
+        panel=ENGINE_PANEL,
+    )
+    vllm_python: str | None = option(
+        None,
+        help="vllm: vLLM's Python (default: $DARLING_VLLM_PYTHON, this environment if it has vLLM, else the CPU "
+        "build .ci/setup.sh makes).",
+        panel=ENGINE_PANEL,
+    )
+    threads: int | None = option(None, help="hf: torch CPU threads; vllm on the CPU: its threads.", panel=ENGINE_PANEL)
 
 
-def engine_options(settings: EngineConfig) -> dict[str, Any]:
-    """The constructor options of ``settings.engine``, from the fields that engine reads."""
+def engine_options(settings: EngineConfig, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The constructor options of ``settings.engine``, from the fields that engine reads; ``overrides`` (one
+    model's own ``ENGINE_OVERRIDES``) replace the run's values."""
+    values = {**{name: getattr(settings, name) for name in ENGINE_OVERRIDES}, **(overrides or {})}
     if settings.engine == "openai":
         if not settings.base_url:
             raise UserInputError("--engine openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -57,7 +85,22 @@ def engine_options(settings: EngineConfig) -> dict[str, Any]:
             "max_retries": settings.max_retries,
         }
     if settings.engine == "vllm":
-        return {"tensor_parallel_size": settings.tensor_parallel_size}
+        return {
+            **values,
+            "devices": settings.devices,
+            "python": settings.vllm_python,
+            "threads": settings.threads,
+            "concurrency": settings.concurrency,
+            "timeout": settings.timeout,
+            "max_retries": settings.max_retries,
+        }
+    if settings.engine == "vllm-offline":
+        if values["data_parallel_size"] != 1:
+            raise UserInputError(
+                "vllm-offline runs one model replica: data_parallel_size must be 1 (use --engine vllm)"
+            )
+        offline = {k: values[k] for k in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")}
+        return {k: v for k, v in offline.items() if v is not None}
     if settings.engine == "hf":
         return {"threads": settings.threads}
     raise UserInputError(f"unknown --engine {settings.engine!r}: choose one of {', '.join(ENGINE_NAMES)}")

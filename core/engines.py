@@ -4,7 +4,9 @@
 - ``openai``: any OpenAI-compatible server (``vllm serve``, SGLang, hosted APIs) with a concurrency limit,
   timeouts and bounded retries with backoff; the API key is read from an environment variable and never
   written anywhere.
-- ``vllm``: the in-process ``vllm.LLM`` offline engine (GPUs; tensor parallel option).
+- ``vllm``: one vLLM server process per model, started and stopped by the engine, each with its own parallelism
+  and memory settings (``darling.core.vllm_engine``; GPUs, or vLLM's CPU build).
+- ``vllm-offline``: the in-process ``vllm.LLM`` engine (one model per process is safest: see ``vllm``).
 
 A request that cannot be served after its retries comes back with ``error`` set and no completions: the
 caller records it as failed and a rerun retries it. Nothing here turns a failure into text.
@@ -73,7 +75,7 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-ENGINE_NAMES = ("hf", "openai", "vllm")
+ENGINE_NAMES = ("hf", "openai", "vllm", "vllm-offline")
 
 
 def check_request(request: ChatRequest) -> None:
@@ -236,7 +238,9 @@ def _free_accelerator_memory() -> None:
 
 
 class VLLMEngine:
-    """The in-process ``vllm.LLM`` engine: one ``LLM`` per model, requests sent ``chunk_size`` at a time.
+    """``vllm-offline``: the in-process ``vllm.LLM`` engine, one ``LLM`` per model, requests sent ``chunk_size``
+    at a time. A second model replaces the first in the same process, freed by garbage collection only; the
+    ``vllm`` engine (a server process per model) frees each model with its process.
 
     Structured output uses ``SamplingParams(structured_outputs=StructuredOutputsParams(choice=/regex=))``
     (vLLM >= 0.12; the older ``guided_decoding`` was removed). A chunk vLLM rejects (e.g. a prompt longer
@@ -244,7 +248,7 @@ class VLLMEngine:
     ``llm_kwargs`` go to ``vllm.LLM`` as they are (``enforce_eager``, ``kv_cache_memory_bytes``, ...).
     """
 
-    name = "vllm"
+    name = "vllm-offline"
 
     def __init__(
         self,
@@ -275,7 +279,9 @@ class VLLMEngine:
         try:
             import vllm
         except ImportError:
-            raise UserInputError("the vllm engine needs vLLM: pip install 'darling[vllm]' (GPU)") from None
+            raise UserInputError(
+                "the vllm-offline engine needs vLLM in this environment: pip install 'darling[gpu]'"
+            ) from None
         return vllm
 
     def _load(self, model: str) -> Any:
@@ -342,7 +348,7 @@ class VLLMEngine:
 
 
 def make_engine(name: str, **options: Any) -> Engine:
-    """An engine by name (``hf``, ``openai``, ``vllm``) with its constructor options."""
+    """An engine by name (``hf``, ``openai``, ``vllm``, ``vllm-offline``) with its constructor options."""
     if name == "hf":
         cls: type = HFEngine
     elif name == "openai":
@@ -350,6 +356,10 @@ def make_engine(name: str, **options: Any) -> Engine:
 
         cls = OpenAIEngine
     elif name == "vllm":
+        from darling.core.vllm_engine import VLLMServerEngine
+
+        cls = VLLMServerEngine
+    elif name == "vllm-offline":
         cls = VLLMEngine
     else:
         raise UserInputError(f"unknown engine {name!r}: choose one of {', '.join(ENGINE_NAMES)}")

@@ -67,7 +67,13 @@ def smollm2_dir() -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """Model alias -> something ``from_pretrained`` / ``vllm serve`` can load; other names pass through."""
+    """Model alias -> something ``from_pretrained`` / ``vllm serve`` can load (``smollm2``: the packaged
+    SmolLM2-135M-Instruct; ``tiny:qwen3-lm``, ``tiny:qwen3``: tiny random models, ``darling.core.tiny_models``);
+    other names pass through."""
+    from darling.core.tiny_models import is_tiny, tiny_model_dir
+
+    if is_tiny(name):
+        return str(tiny_model_dir(name))
     return str(smollm2_dir()) if name.lower() == SMOLLM2 else name
 
 
@@ -75,7 +81,7 @@ def check_model_source(name: str, what: str) -> str:
     """``name`` resolved (see ``resolve_model``), or a one-line error when nothing can load it: a path that does
     not exist or holds no ``config.json``, or a hub name that is neither in the local Hugging Face cache nor
     (when online) on the hub. Cheap: only a config is read, never weights."""
-    if name.lower() == SMOLLM2:
+    if name.lower() == SMOLLM2 or name.startswith("tiny:"):
         return resolve_model(name)
     path = Path(name).expanduser()
     if path.exists():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.config import CommandConfig, option
-from darling.core.engine_config import EngineConfig, engine_option
+from darling.core.engine_config import ENGINE_OVERRIDES, EngineConfig, engine_option
 from darling.core.engines import Sampling
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
@@ -24,7 +24,9 @@ DEFAULT_USER_TEMPLATE = "{problem}\n\nReason step by step, and put your final an
 
 @dataclass(frozen=True)
 class GeneratorSpec:
-    """One generator model: its name in the output, what the engine loads, its prompts and sampling."""
+    """One generator model: its name in the output, what the engine loads, its prompts and sampling, and (vllm)
+    its own parallelism and memory: a 7B model with 28 attention heads cannot be split 8 ways, a 32B one needs
+    several GPUs; each is served by its own process with its own settings."""
 
     name: str
     model: str = ""  # engine-side name/path; defaults to ``name``
@@ -35,10 +37,22 @@ class GeneratorSpec:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    tensor_parallel_size: int | None = None  # None: the run's (--tensor-parallel-size)
+    data_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
 
     def __post_init__(self):
         if "{problem}" not in self.user_template:
             raise UserInputError(f"generator {self.name!r}: user_template must contain {{problem}}")
+
+    def engine_overrides(self) -> dict[str, Any]:
+        """This model's own engine settings (``ENGINE_OVERRIDES`` it sets)."""
+        return {k: getattr(self, k) for k in ENGINE_OVERRIDES if getattr(self, k) is not None}
+
+    def sample_settings(self) -> dict[str, Any]:
+        """What defines this generator's rows (engine settings do not: a rerun may serve it differently)."""
+        return {k: v for k, v in asdict(self).items() if k not in ENGINE_OVERRIDES}
 
     @property
     def engine_model(self) -> str:
@@ -62,6 +76,10 @@ _SPEC_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "temperature": ((int, float), "a number >= 0"),
     "top_p": ((int, float), "a number in (0, 1]"),
     "max_tokens": ((int,), "an integer >= 1"),
+    "tensor_parallel_size": ((int,), "an integer >= 1"),
+    "data_parallel_size": ((int,), "an integer >= 1"),
+    "max_model_len": ((int,), "an integer >= 1"),
+    "gpu_memory_utilization": ((int, float), "a number in (0, 1]"),
 }
 _SPEC_RANGES = {
     "name": lambda v: bool(v.strip()),
@@ -70,10 +88,14 @@ _SPEC_RANGES = {
     "temperature": lambda v: v >= 0,
     "top_p": lambda v: 0 < v <= 1,
     "max_tokens": lambda v: v >= 1,
+    "tensor_parallel_size": lambda v: v >= 1,
+    "data_parallel_size": lambda v: v >= 1,
+    "max_model_len": lambda v: v >= 1,
+    "gpu_memory_utilization": lambda v: 0 < v <= 1,
 }
 
 
-def _check_entry(entry: Any, where: str) -> GeneratorSpec:
+def generator_spec(entry: Any, where: str) -> GeneratorSpec:
     if not isinstance(entry, dict):
         raise UserInputError(f"{where}: expected a table/object with fields name and model")
     unknown = sorted(set(entry) - set(_SPEC_TYPES))
@@ -100,7 +122,7 @@ def load_generator_config(path: Path) -> list[GeneratorSpec]:
     entries = data.get("generators") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise UserInputError(f"{path}: expected a non-empty list 'generators'")
-    specs = [_check_entry(entry, f"{path}: generators[{i}]") for i, entry in enumerate(entries)]
+    specs = [generator_spec(entry, f"{path}: generators[{i}]") for i, entry in enumerate(entries)]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UserInputError(f"{path}: generator names must be unique, got {names}")
@@ -166,7 +188,7 @@ class RolloutConfig(EngineConfig):
             "fields": [self.problem_field, self.answer_field, self.id_field],
             "engine": self.engine,
             "seed": self.seed,
-            "generators": [{**asdict(s), **asdict(self.sampling_for(s))} for s in specs],
+            "generators": [{**s.sample_settings(), **asdict(self.sampling_for(s))} for s in specs],
         }
 
 
@@ -235,3 +257,7 @@ class JudgeConfig(EngineConfig):
             raise UserInputError("--votes must be >= 1")
         if self.votes > 1 and self.temperature <= 0:
             raise UserInputError("--votes > 1 needs --temperature > 0 (identical greedy votes add nothing)")
+        if self.engine == "hf" and self.structured == "regex":
+            raise UserInputError(
+                "the hf engine cannot follow a regex: use --structured choice (or a vllm/openai engine)"
+            )

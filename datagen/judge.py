@@ -31,6 +31,7 @@ from darling.datagen.pairs import read_pairs
 
 LABELLED_FILE = "labelled.parquet"
 RECORDS_DIR = "records"
+SUMMARY_FILE = "summary.json"
 PLACEHOLDERS = ("{problem}", "{solution_1}", "{solution_2}")
 PLACEHOLDER = re.compile(r"\{(problem|solution_1|solution_2)\}")
 VERDICT = re.compile(r"\[\[\s*(yes|no)\s*\]\]", re.IGNORECASE)
@@ -190,6 +191,7 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
     todo = {p["pair_id"]: p for p in pairs.iter_rows(named=True) if p["pair_id"] not in done}
     requests = [r for pair in todo.values() for r in judge_requests(pair, template, config)]
     per_pair = len(requests) // max(len(todo), 1)
+    own_engine = engine is None
     engine = engine or build_engine(config, options)
     arrived: dict[str, list[ChatResult]] = {}
     buffer: list[dict] = []
@@ -210,15 +212,35 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
             engine.run(config.judge_model, requests, on_result)
         finally:
             store.append(buffer)  # keep finished pairs, even when interrupted
-    return finish_labels(config.output, store, judged_now=len(todo), skipped=len(done), requests=len(requests))
+            if own_engine:
+                engine.close()  # the vllm engine's server process ends here, and its GPUs are free
+    return finish_labels(config, store, judged_now=len(todo), skipped=len(done), requests=len(requests))
 
 
-def finish_labels(output: Path, store: ShardStore, judged_now: int, skipped: int, requests: int) -> LabelSummary:
-    """Write ``labelled.parquet`` (agreed labels only: what ``train-classifier --data`` takes) and count."""
+def finish_labels(config: JudgeConfig, store: ShardStore, judged_now: int, skipped: int, requests: int) -> LabelSummary:
+    """Write ``labelled.parquet`` (agreed labels only: what ``train-classifier --data`` takes) and
+    ``summary.json`` (verdict counts, label balance and judge calls over every run into this folder), and count."""
+    import json
+
+    from darling.core.shards import atomic_write_bytes
+
+    output = Path(config.output)
     records = store.read()
     labelled = records.filter(pl.col("status") == "labelled")
-    atomic_write_parquet(labelled.cast(polars_schema(JUDGE_COLUMNS)), Path(output) / LABELLED_FILE)
+    atomic_write_parquet(labelled.cast(polars_schema(JUDGE_COLUMNS)), output / LABELLED_FILE)
     counts = {status: 0 for status in ("labelled", "abstain", "disagree", "failed")}
     counts.update(Counter(records["status"].to_list()))
     balance = {0: 0, 1: 0, **Counter(labelled["similar"].to_list())}
-    return LabelSummary(Path(output), counts, balance, judged_now, skipped, requests)
+    summary = {
+        "judge": config.judge_model,
+        "engine": config.engine,
+        "structured": config.structured,
+        "both_orders": config.both_orders,
+        "votes": config.votes,
+        "prompt": str(config.prompt_file) if config.prompt_file else "default",
+        "counts": counts,
+        "label_balance": {str(k): v for k, v in sorted(balance.items())},
+        "judge_calls": int(records["verdicts"].list.len().sum()) if records.height else 0,
+    }
+    atomic_write_bytes(output / SUMMARY_FILE, (json.dumps(summary, indent=2) + "\n").encode())
+    return LabelSummary(output, counts, balance, judged_now, skipped, requests)

@@ -125,6 +125,25 @@ def plan_requests(
     return requests, pending
 
 
+def run_generator(
+    config: RolloutConfig,
+    spec: GeneratorSpec,
+    requests: list[ChatRequest],
+    on_result: Callable[[ChatResult], None],
+    engine: Engine | None,
+) -> None:
+    """One generator's requests, through ``engine`` when one was given, else through an engine of its own with its
+    own settings (``--engine vllm``: its own server process), closed when it is done."""
+    if engine is not None:
+        engine.run(spec.engine_model, requests, on_result)
+        return
+    own = build_engine(config, engine_options(config, spec.engine_overrides()))
+    try:
+        own.run(spec.engine_model, requests, on_result)
+    finally:
+        own.close()
+
+
 def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progress: bool = True) -> RolloutSummary:
     """Generate what is missing in ``config.output``; ``engine``: one already made (default: ``config``'s)."""
     from darling.core.progress import progress_bar
@@ -133,7 +152,9 @@ def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progr
     if config.problems is None:
         raise UserInputError("give --problems (or --import champ)")
     specs = config.generator_specs()
-    options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
+    if engine is None:  # a bad engine option fails before anything
+        for spec in specs:
+            engine_options(config, spec.engine_overrides())
     if not specs:
         raise UserInputError("no generator models: give --model (repeatable) or --generators FILE")
     problems = load_problems(
@@ -145,14 +166,13 @@ def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progr
     done = {tuple(k) for k in existing.filter(pl.col("status") == "ok").select(ROLLOUT_KEY).iter_rows()}
     requests, pending = plan_requests(config, specs, problems, done)
     total = sum(len(ctx[2]) for ctx in pending.values())
-    engine = engine or build_engine(config, options)
     counts = {"generated": 0, "failed": 0}
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("rollouts", total=total)
         flusher = _Flusher(store, config.shard_size, lambda k: bar.advance(task, k))
 
         def on_result(result: ChatResult) -> None:
-            rows = result_rows(result, pending, engine.name)
+            rows = result_rows(result, pending, config.engine if engine is None else engine.name)
             counts["generated" if result.ok else "failed"] += len(rows)
             flusher.add(rows)
 
@@ -162,7 +182,7 @@ def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progr
                 by_model.setdefault(request.key[0], []).append(request)
             for spec in specs:
                 if spec.name in by_model:
-                    engine.run(spec.engine_model, by_model[spec.name], on_result)
+                    run_generator(config, spec, by_model[spec.name], on_result, engine)
         finally:
             flusher.flush()  # keep what finished, even when interrupted
     rows = len(store.read())

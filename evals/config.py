@@ -118,7 +118,9 @@ class NoveltyConfig(EngineConfig):
         help="Exported darling classifier, or a 2-label HF pair classifier (then give --threshold)."
     )
     prompts: str | None = option(
-        None, help="Prompts: JSONL/Parquet (field prompt; id, category if present), a dataset, or naming-heldout."
+        None,
+        help="Prompts: JSONL/Parquet (field prompt; id, category if present), a dataset, or a packaged set: "
+        "noveltybench-curated (NoveltyBench's 100), naming-heldout.",
     )
     model: str | None = option(None, aliases=("-m",), help="Generator model; smollm2 = packaged.")
     k: int = option(10, aliases=("-k",), help="Responses per prompt.")

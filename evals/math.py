@@ -113,23 +113,24 @@ def _check_models(config: MathEvalConfig, specs: list[GeneratorSpec]) -> None:
 def generate(
     config: MathEvalConfig, specs: list[GeneratorSpec], datasets: list[tuple[str, str]], progress: bool
 ) -> dict[str, int]:
-    """Fill ``generations/<dataset>/<model>/``; models outermost so one engine loads each model once."""
+    """Fill ``generations/<dataset>/<model>/``; models outermost, each with an engine of its own settings (``vllm``:
+    one server process per model, ended before the next starts) that serves every dataset."""
     from darling.datagen.rollouts import generate_rollouts
 
-    engine = build_engine(config)
     counts = {"generated": 0, "skipped": 0, "failed": 0}
     sampling = ("engine", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "shard_size")
-    shared = {name: getattr(config, name) for name in sampling}  # the engine itself is made here, once
-    try:
-        for spec in specs:
+    shared = {name: getattr(config, name) for name in sampling}  # the engine itself is made here, per model
+    for spec in specs:
+        engine = build_engine(config, engine_options(config, spec.engine_overrides()))
+        try:
             for name, spec_problems in datasets:
                 folder = config.output / GENERATIONS / name / slug(spec.name)
                 rollouts = RolloutConfig(problems=spec_problems, output=folder, specs=[spec], **shared)
                 summary = generate_rollouts(rollouts, engine=engine, progress=progress)
                 for key in counts:
                     counts[key] += getattr(summary, key)
-    finally:
-        engine.close()
+        finally:
+            engine.close()
     return counts
 
 
@@ -166,6 +167,17 @@ def _problem_table(rows: pl.DataFrame) -> pl.DataFrame:
     )
     # group_by's order is random: sorted, the float sums (and metrics.json) are bit-identical on every rerun.
     return per_problem.sort("model", "dataset", "problem_id")
+
+
+def scored_problems(output: Path) -> dict[str, dict[tuple[str, str], tuple[int, int]]]:
+    """Per model of an eval math OUTPUT: ``{(dataset, problem_id): (n, correct)}`` for every problem whose n samples
+    all came back graded (the problems its pass@k is computed over)."""
+    problems = _problem_table(load_generations(output))
+    scored = problems.filter((pl.col("ok") == pl.col("n")) & (pl.col("ungraded") == 0))
+    out: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+    for r in scored.iter_rows(named=True):
+        out.setdefault(r["model"], {})[(r["dataset"], r["problem_id"])] = (int(r["n"]), int(r["correct"]))
+    return out
 
 
 def _dataset_metrics(problems: pl.DataFrame, ks: list[int] | None) -> dict[str, Any]:

@@ -120,17 +120,26 @@ def prompt_utility(classes: Sequence[int], quality: Sequence[float], method: str
 
 
 # -- prompts -------------------------------------------------------------------------------------------------
+# NoveltyBench's 100 curated prompts (MIT, evals/resources/NOVELTYBENCH-LICENSE), loadable by name.
+PACKAGED_NOVELTY_PROMPTS = {
+    "noveltybench-curated": Path(__file__).parent / "resources" / "noveltybench-curated.jsonl.gz"
+}
+
+
 def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPrompt]:
     """Prompts (field ``prompt``; ``id`` if present, else a content hash; optional ``category``) from a
     .jsonl[.gz] file, a .parquet file or folder, a ``save_to_disk`` folder, a hub name ``owner/name[:split]`` or
-    a packaged prompt set by name (``naming-heldout``, ``naming-train``)."""
+    a packaged prompt set by name (``noveltybench-curated``, ``naming-heldout``, ``naming-train``)."""
     from darling.datagen.problems import PACKAGED_PROMPT_SETS, packaged_problem_file, problem_records
 
     spec = str(source)
     if limit is not None and limit < 1:
         raise UserInputError(f"--limit must be at least 1, got {limit}")
     path = Path(spec)
-    if spec in PACKAGED_PROMPT_SETS and not path.exists():
+    if spec in PACKAGED_NOVELTY_PROMPTS and not path.exists():
+        path = PACKAGED_NOVELTY_PROMPTS[spec]
+        spec = str(path)
+    elif spec in PACKAGED_PROMPT_SETS and not path.exists():
         path = packaged_problem_file(spec) or path
         spec = str(path)
     if not path.exists() and not ("/" in spec and not spec.startswith((".", "/")) and not path.suffix):

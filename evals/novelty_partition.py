@@ -26,13 +26,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
+from darling.classifier.config import BI_ENCODER
 from darling.core.errors import UserInputError
 from darling.evals.config import NOVELTYBENCH as NOVELTYBENCH
 from darling.evals.config import PARTITIONS as PARTITIONS
 from darling.evals.config import UNION_FIND as UNION_FIND
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch-backed: the command reads its inputs before anything imports torch
+    from darling.classifier.scoring import EquivalenceScorer
     from darling.evals.config import NoveltyConfig
 
 DECISIONS = {NOVELTYBENCH: "P(equivalent) > threshold", UNION_FIND: "P(equivalent) >= threshold"}
@@ -106,7 +107,7 @@ def scorer_probs(groups: Sequence[Sequence[str]], scorer: EquivalenceScorer) -> 
     """``probs`` for ``greedy_first_member`` from a scorer of either kind, in-process or served. A bi-encoder
     embeds every response of ``groups`` in one call, up front, and each comparison is read from its group's
     cosine matrix; a cross-encoder is asked the (first member, response) pairs, in that order."""
-    if isinstance(scorer, EmbeddingScorer):
+    if scorer.kind == BI_ENCODER:
         matrices = scorer.prob_matrices(groups)
         return lambda batch: [matrices[g][i, j] for g, i, j in batch]
     return lambda batch: scorer.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])
@@ -124,7 +125,7 @@ def partition_responses(
     if method != NOVELTYBENCH:
         raise UserInputError(f"unknown partition {method!r}; choose one of {', '.join(PARTITIONS)}")
     classes, stats = greedy_first_member(groups, scorer_probs(groups, scorer), scorer.threshold)
-    if isinstance(scorer, EmbeddingScorer):  # every comparison came from the matrices: one embedding call
+    if scorer.kind == BI_ENCODER:  # every comparison came from the matrices: one embedding call
         stats.texts_embedded = len({t for g in groups for t in g})
         stats.scorer_calls = int(stats.texts_embedded > 0)
     return classes, stats

@@ -1,10 +1,10 @@
-"""The chain as ``darling`` commands: ``RUN/commands.sh`` (one block per stage, resources in comments) and
-the input files those commands name (``RUN/inputs/``).
+"""The chain as shell: ``RUN/commands.sh``, one block per stage, and the input files its commands name
+(``RUN/inputs/``). The runner runs each block, as written, with the script's prelude: what ran is this text.
 
-For the ``cpu`` preset the script documents, command for command, what ``run_pipeline`` does in process
-(the one step with no command of its own, mixing NoveltyBench pairs into the classifier's data, is a
-comment). For ``paper`` the script *is* the run: on a CUDA machine ``run_pipeline`` executes each block in
-turn, recording each as a stage; each command resumes by itself, so a rerun continues where it stopped.
+A block is its stage's ``darling`` commands (``pipeline/steps.py``) with what starts them: ``torchrun`` or
+``accelerate launch`` for several processes, ``serve-classifier`` replicas in the background until the RL runs that
+use them end (their ready file says when to start), and up to ``jobs`` commands side by side, each logging to
+``RUN/logs/<name>.log``. Every command resumes by itself, so rerunning the script continues where it stopped.
 """
 
 from __future__ import annotations
@@ -16,194 +16,191 @@ from pathlib import Path
 
 from darling import __version__
 from darling.core.shards import atomic_write_bytes
-from darling.pipeline.config import PipelineConfig
-from darling.pipeline.resources import ACCELERATE_ZERO3, COMPACT_JUDGE_PROMPT, NOVELTY_PROMPTS, PAPER_GENERATORS
+from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
+from darling.pipeline.resources import INPUT_FILES, accelerate_config
 from darling.pipeline.steps import (
     EVAL_NAME,
-    SERVED_URLS,
+    SERVERS_FILE,
+    Step,
     classifier_step,
+    compare_step,
     datagen_step,
     eval_math_steps,
     eval_models,
     eval_novelty_steps,
-    input_files,
+    input_path,
     labels_step,
     pairs_step,
     rl_step,
     run_relative,
     serve_step,
+    training_pairs_step,
 )
 
-# Every stage, in order; a config runs a subsequence (rl-grpo and compare only with grpo_baseline).
-STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "rl-grpo", "eval-math", "eval-novelty", "compare")
+STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty", "compare")
 COMMANDS_FILE = "commands.sh"
+LOGS = "logs"
+# Shell functions every block may use; the script and the runner define them once, before any block.
+PRELUDE = [
+    "set -euo pipefail",
+    'mkdir -p "$RUN/logs"',
+    "set -m  # each background job in a process group of its own, so stopping it stops what it started",
+    "trap 'exit 130' INT TERM",
+    "trap 'for p in $(jobs -p); do kill -- -\"$p\" 2>/dev/null; done; true' EXIT  # no job outlives the block",
+    'fail() { echo "$1 failed; the end of $2:" >&2; tail -n 40 "$2" >&2; exit 1; }',
+    "# wait_ready FILE PID NAME LOG: until FILE is written; fail if PID ends first",
+    'wait_ready() { until [ -s "$1" ]; do kill -0 "$2" 2>/dev/null || fail "$3" "$4"; sleep 2; done; }',
+]
 
 
 @dataclass
 class StageCommands:
     name: str
-    resources: str  # one comment line: what it needs (GPUs, CPU minutes)
+    resources: str  # one comment line: what it runs on
     lines: list[str] = field(default_factory=list)  # shell lines (commands and comments)
-    gpu_only: bool = False
+    steps: list[Step] = field(default_factory=list)  # the darling commands among them
 
     def describe(self) -> str:
-        return ("[GPU-only] " if self.gpu_only else "") + self.resources
+        return self.resources
 
 
-def rollout_generators(config: PipelineConfig) -> list[dict]:
-    if config.rollout_models:
-        return [{"name": m.rsplit("/", 1)[-1], "model": m} for m in config.rollout_models]
-    return [dict(g) for g in PAPER_GENERATORS]
+def side_by_side(steps: list[Step], run: Path, jobs: int) -> list[str]:
+    """``steps`` in order, up to ``jobs`` at a time, the next starting as soon as any one ends (``wait -n``: a
+    slow command never holds a free core). Alone, a command writes to the block's output; beside others, each
+    writes to its own log (named after its step), and a failure shows that log's end and ends the block."""
+    if jobs == 1 or len(steps) == 1:
+        return [s.line(run) for s in steps]
+    lines = []
+    for k, step in enumerate(steps):
+        if k >= jobs:
+            lines.append("wait -n || exit 1  # a slot frees")
+        log = f'"$RUN/logs/{step.name}.log"'
+        lines.append(f"{step.line(run)} > {log} 2>&1 || fail {step.name} {log} &")
+    lines += ["wait -n || exit 1"] * min(jobs, len(steps))
+    return lines
 
 
-def eval_generator(config: PipelineConfig, model: str) -> dict:
-    """One eval-math generator, prompted as the policy was trained (the rl template, no system prompt)."""
-    return {"name": EVAL_NAME, "model": model, "system_prompt": None, "user_template": config.policy_template()}
+# -- the blocks --------------------------------------------------------------------------------------------------
+def _engine_where(config, what: str) -> str:
+    engine = config.engine
+    if engine == "vllm":
+        return f"{what}: a vLLM server per model ({config.devices} devices, tensor x data parallel per model)"
+    if engine == "hf":
+        return f"{what}: transformers in the command's process (CPU)"
+    return f"{what}: the {engine} engine"
 
 
-def write_inputs(config: PipelineConfig) -> dict[str, Path]:
-    """Write (atomically, identically on every run) the input files the stages and commands.sh use."""
-    files = input_files(config)
-    contents = {
-        "novelty_prompts": "".join(json.dumps(p) + "\n" for p in NOVELTY_PROMPTS),  # novelty_prompts=pipeline
-        **{
-            f"eval_generators:{name}": json.dumps({"generators": [eval_generator(config, model)]}, indent=2) + "\n"
-            for name, model in eval_models(config).items()
-        },
-        "judge_prompt": COMPACT_JUDGE_PROMPT,
-        "generators": json.dumps({"generators": rollout_generators(config)}, indent=2) + "\n",
-        "accelerate": ACCELERATE_ZERO3,
-    }
-    for role, path in files.items():
-        data = contents[role].encode()
-        if not path.exists() or path.read_bytes() != data:
-            atomic_write_bytes(path, data)
-    return files
-
-
-def _cmd(*parts: object) -> str:
-    """A non-darling command line (``accelerate``); ``$RUN/...`` stays expandable, everything else is quoted."""
-    return " ".join(f'"{p}"' if str(p).startswith("$RUN") else shlex.quote(str(p)) for p in parts)
-
-
-def _rel(config: PipelineConfig, path: Path) -> str:
-    return "$RUN/" + str(Path(path).relative_to(config.run))
-
-
-def _datagen_block(c: PipelineConfig) -> StageCommands:
-    if c.datagen == "champ":
-        s = StageCommands("datagen", "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)")
+def datagen_block(c: PipelineConfig) -> StageCommands:
+    step = datagen_step(c)
+    if c.rollouts_from == "champ":
+        where = "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)"
     else:
-        where = (
-            "vLLM in process, one generator at a time, tensor parallel "
-            f"{c.rollout_tensor_parallel} (QwQ-32B and Llama-4-Maverick need the whole 8-GPU node)"
-            if c.rollout_engine == "vllm"
-            else f"{c.rollout_engine} engine"
-        )
-        s = StageCommands("datagen", where, gpu_only=c.rollout_engine == "vllm")
-        s.lines.append(f"# generators (names, models, per-model limits): {_rel(c, input_files(c)['generators'])}")
-    s.lines.append(datagen_step(c).line(c.run))
-    return s
+        where = _engine_where(step.config, f"{len(c.datagen.get('generators', []))} generators")
+    lines = [step.line(c.run)]
+    if c.rollouts_from == "generate":
+        listed = run_relative(input_path(c, "generators.json"), c.run)
+        lines.insert(0, f"# generators (names, models, each one's own parallelism and memory): {listed}")
+    return StageCommands("datagen", where, lines, [step])
 
 
-def _labels_block(c: PipelineConfig) -> StageCommands:
-    if c.judge_engine == "vllm":
-        where = f"{c.judge_model} in process (vLLM), tensor parallel {c.judge_tensor_parallel} (70B in bf16: 4 x 80 GB)"
-    else:
-        where = f"CPU: {c.judge_model} in process ({c.judge_engine} engine), both orders, ~5 s per call on 1 core"
-    return StageCommands("labels", where, [labels_step(c).line(c.run)], gpu_only=c.judge_engine == "vllm")
+def pairs_block(c: PipelineConfig) -> StageCommands:
+    step = pairs_step(c)
+    return StageCommands("pairs", "CPU (math-verify), seconds to minutes", [step.line(c.run)], [step])
 
 
-def _classifier_block(c: PipelineConfig) -> StageCommands:
-    if c.needs_gpu:
-        where = (
-            f"Qwen3-Embedding-4B, bf16, gradient checkpointing, {c.classifier_devices} GPUs ({c.classifier_strategy})"
-        )
-        s = StageCommands("classifier", where, gpu_only=True)
-    else:
-        s = StageCommands("classifier", "CPU, 1-2 minutes: the packaged MiniLM encoder, a few optimiser steps")
-        if c.classifier_data == "human":
-            what = (
-                f"{c.human_pairs} of the built-in NoveltyBench human-labelled pairs (by design: a 135M judge cannot "
-                "label strategies; its verdicts are reported, not trained on)"
-            )
-        else:
-            what = (
-                f"the judge's labels, plus {c.human_pairs} of the built-in NoveltyBench human pairs when the judge "
-                f"gives fewer than {c.min_labels_per_class} labels of either class"
-            )
-        s.lines.append(f"# Before this command the pipeline writes $RUN/classifier/train-pairs.jsonl: {what}.")
-    s.lines.append(classifier_step(c).line(c.run))
-    return s
+def labels_block(c: PipelineConfig) -> StageCommands:
+    step = labels_step(c)
+    where = _engine_where(step.config, f"judge {step.config.judge_model}, both orders")
+    return StageCommands("labels", where, [step.line(c.run)], [step])
 
 
-def _rl_blocks(c: PipelineConfig) -> list[StageCommands]:
-    if c.needs_gpu:
-        return [_rl_gpu_block(c)]
-    step = rl_step(c)
-    settings = step.config.to_dict()
+def classifier_block(c: PipelineConfig) -> StageCommands:
+    data, train = training_pairs_step(c), classifier_step(c)
+    cfg = train.config
+    processes = f"{train.launcher[-1]} processes (torchrun)" if train.launcher else "one process"
+    where = f"{cfg.backbone} ({cfg.kind}, {cfg.precision}, {cfg.strategy}), {processes} on {cfg.accelerator}"
+    return StageCommands("classifier", where, [data.line(c.run), train.line(c.run)], [data, train])
+
+
+def rl_block(c: PipelineConfig) -> StageCommands:
+    runs = [rl_step(c)] + ([rl_step(c, grpo=True)] if c.grpo_baseline else [])
+    cfg = runs[0].config
     where = (
-        f"CPU, minutes: {c.policy()} policy, {settings['problems']} problems, TRL GRPOTrainer, "
-        f"{settings['max_steps']} steps"
+        f"{cfg.policy}, TRL GRPOTrainer, {c.rl_processes} process(es) per run"
+        + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
+        + (", the classifier on serve-classifier replicas" if c.serve_classifier else ", the classifier in process")
+        + ("; DARLING, then GRPO with the same settings" if c.grpo_baseline else "")
     )
-    blocks = [StageCommands("rl", where + ", the DARLING reward", [step.line(c.run)])]
-    if c.grpo_baseline:
-        line = rl_step(c, grpo=True).line(c.run)
-        blocks.append(StageCommands("rl-grpo", where + ": the GRPO baseline, the same settings and seeds", [line]))
-    return blocks
+    lines: list[str] = []
+    steps = list(runs)
+    if c.serve_classifier:
+        serve = serve_step(c)
+        ready = run_relative(c.run / "rl" / SERVERS_FILE, c.run)
+        lines += [
+            f'mkdir -p "$RUN/rl" && rm -f "{ready}"',
+            f'{serve.line(c.run)} > "$RUN/logs/serve-classifier.log" 2>&1 &',
+            "SERVE=$!",
+            f'wait_ready "{ready}" "$SERVE" serve-classifier "$RUN/logs/serve-classifier.log"',
+        ]
+        steps.insert(0, serve)
+    for group in [runs] if not trl_server(c) else [[r] for r in runs]:
+        lines += trl_server_lines(c, group[0]) if trl_server(c) else []
+        lines += side_by_side(group, c.run, c.jobs)
+        lines += ['kill "$TRL_VLLM"; wait "$TRL_VLLM" || true'] if trl_server(c) else []
+    if c.serve_classifier:
+        lines.append('kill "$SERVE"; wait "$SERVE" || true  # stop the replicas: their GPUs are free again')
+    return StageCommands("rl", where, lines, steps)
 
 
-def _rl_gpu_block(c: PipelineConfig) -> StageCommands:
-    where = "8 GPUs: 2 serve the classifier (vLLM), 6 train with TRL (DeepSpeed ZeRO-3, vLLM colocate generation)"
-    launch = _cmd("accelerate", "launch", "--num_processes", 6, "--config_file", _rel(c, input_files(c)["accelerate"]))
-    lines = [
-        serve_step(c).line(c.run) + " &",
-        "SERVER=$!; trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
-        "until curl -sf http://127.0.0.1:8001/health >/dev/null; do sleep 10; done  # both replicas up",
-        f"CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 {launch} -m {rl_step(c, classifier_urls=SERVED_URLS).line(c.run)}",
-        'kill "$SERVER"; trap - EXIT  # free GPUs 6-7 for the evaluations',
-    ]
-    return StageCommands("rl", where, lines, gpu_only=True)
+def trl_server(c: PipelineConfig) -> bool:
+    """The RL runs generate with TRL's own vLLM server (``use_vllm`` and ``vllm_mode = server``)."""
+    config = rl_step(c).config
+    return bool(config.use_vllm) and config.vllm_mode == "server"
 
 
-def _eval_blocks(c: PipelineConfig) -> list[StageCommands]:
-    where = "vLLM, 1 GPU per model" if c.eval_engine == "vllm" else "CPU: each model through the hf engine"
-    math = StageCommands("eval-math", where, gpu_only=c.eval_engine == "vllm")
+def trl_server_lines(c: PipelineConfig, run: Step) -> list[str]:
+    """TRL's own vLLM server for one RL run (``vllm_mode = server``), on ``trl_vllm_gpus``; its client waits for
+    it. A server per run: it holds the weights of the run it serves."""
+    cfg = run.config
+    env = f"CUDA_VISIBLE_DEVICES={c.trl_vllm_gpus} " if c.trl_vllm_gpus else ""
+    tp = str((cfg.grpo or {}).get("vllm_tensor_parallel_size", 1))
+    words = ["trl", "vllm-serve", "--model", cfg.policy, "--host", cfg.vllm_server_host]
+    words += ["--port", str(cfg.vllm_server_port), "--tensor-parallel-size", tp]
+    return [f'{env}{shlex.join(words)} > "$RUN/logs/trl-vllm-{run.name}.log" 2>&1 &', "TRL_VLLM=$!"]
+
+
+def eval_blocks(c: PipelineConfig) -> list[StageCommands]:
     models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in eval_models(c).items())
-    math.lines.append(f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired); math prompts")
-    math.lines += [step.line(c.run) for step in eval_math_steps(c).values()]
-    vllm = c.novelty_engine == "vllm"
-    where = (
-        "vLLM generation; the classifier in process" if vllm else "CPU: hf generation, the fresh classifier in process"
-    )
+    math_steps, novelty_steps = eval_math_steps(c), eval_novelty_steps(c)
+    math = StageCommands("eval-math", _engine_where(math_steps[0].config, "pass@k"), steps=math_steps)
+    math.lines = [
+        f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
+        *side_by_side(math_steps, c.run, c.jobs),
+    ]
     novelty = StageCommands(
-        "eval-novelty", where + "; no reward model, so quality = 1 and utility measures diversity only", gpu_only=vllm
+        "eval-novelty",
+        _engine_where(novelty_steps[0].config, "generation; the fresh classifier in process"),
+        steps=novelty_steps,
     )
-    novelty.lines += [step.line(c.run) for step in eval_novelty_steps(c).values()]
-    blocks = [math, novelty]
-    if c.grpo_baseline:
-        compare = StageCommands("compare", "CPU, seconds: recomputed from the saved generations and training logs")
-        compare.lines.append(
-            "# No command of its own: darling.pipeline.compare reads eval-novelty/*/scores.parquet and "
-            "rl*/log_history.json -> compare/compare.json, compare/curves.png (paired bootstrap over prompts)"
-        )
-        blocks.append(compare)
-    return blocks
+    novelty.lines = side_by_side(novelty_steps, c.run, c.jobs)
+    step = compare_step(c)
+    compare = StageCommands(
+        "compare", "CPU, seconds: from the saved generations and training logs", [step.line(c.run)], [step]
+    )
+    return [math, novelty, compare]
 
 
 def stage_commands(config: PipelineConfig) -> list[StageCommands]:
-    """Each stage's block of ``commands.sh``: the same ``Step`` objects ``stages.py`` runs, rendered."""
-    pairs = StageCommands("pairs", "CPU (math-verify), seconds to minutes", [pairs_step(config).line(config.run)])
+    """Every stage's block, in order (building them also builds, and so checks, every command's config)."""
     stages = [
-        _datagen_block(config),
-        pairs,
-        _labels_block(config),
-        _classifier_block(config),
-        *_rl_blocks(config),
-        *_eval_blocks(config),
+        datagen_block(config),
+        pairs_block(config),
+        labels_block(config),
+        classifier_block(config),
+        rl_block(config),
+        *eval_blocks(config),
     ]
-    names = [st.name for st in stages]
-    assert names == [name for name in STAGES if name in names]
+    assert [s.name for s in stages] == list(STAGES)
     return stages
 
 
@@ -211,15 +208,11 @@ def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:
     head = [
         "#!/usr/bin/env bash",
         f"# darling {__version__} pipeline, preset {config.preset}: {len(stages)} stages, one block each.",
-        "# Written by `darling pipeline` (manifest.json holds the full config, versions and file hashes).",
+        *(f"# {line}" for line in config.about.splitlines()),
+        "# `darling pipeline` runs each block below as it stands; manifest.json holds the config, versions and hashes.",
         "# Every command resumes by itself: rerun this script (or the same `darling pipeline`) after an interruption.",
     ]
-    if config.preset == "paper":
-        head.append("# GPU-only: meant for one node with 8 x 80 GB GPUs (CUDA); nothing here runs on a CPU machine.")
-        head.append("# Check the model and dataset names in inputs/ against your hub mirror before starting.")
-    else:
-        head.append("# CPU: what `darling pipeline --preset cpu` runs in process (about 12 minutes on 2 cores).")
-    lines = [*head, "set -euo pipefail", f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", ""]
+    lines = [*head, f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", *PRELUDE, ""]
     for i, stage in enumerate(stages, 1):
         lines += [f"# == {i}/{len(stages)} {stage.name} — {stage.describe()}", *stage.lines, ""]
     return "\n".join(lines)
@@ -233,3 +226,42 @@ def write_commands(config: PipelineConfig) -> tuple[Path, list[StageCommands]]:
         atomic_write_bytes(path, data)
         path.chmod(0o755)
     return path, stages
+
+
+# -- inputs ------------------------------------------------------------------------------------------------------
+def eval_generator(config: PipelineConfig, model: str) -> dict:
+    """One eval-math generator, prompted as the policy was trained (the rl template, no system prompt)."""
+    template = rl_step(config).config.user_template
+    return {"name": EVAL_NAME, "model": model, "system_prompt": None, "user_template": template}
+
+
+def input_files(config: PipelineConfig) -> dict[Path, str]:
+    """Every file the commands read from RUN/inputs, with its contents."""
+    files: dict[Path, str] = {}
+    for name in SECTIONS:
+        for value in getattr(config, name).values():
+            if isinstance(value, str) and value.startswith(INPUTS_PREFIX):
+                files[input_path(config, value.removeprefix(INPUTS_PREFIX))] = INPUT_FILES[
+                    value.removeprefix(INPUTS_PREFIX)
+                ]
+    if config.rollouts_from == "generate" and config.datagen.get("generators"):
+        files[input_path(config, "generators.json")] = _json({"generators": config.datagen["generators"]})
+    for name, model in eval_models(config).items():
+        files[input_path(config, f"eval-math-{name}.json")] = _json({"generators": [eval_generator(config, model)]})
+    if config.rl_accelerate:
+        files[input_path(config, "accelerate.yaml")] = accelerate_config(config.rl_accelerate, config.rl_processes)
+    return files
+
+
+def _json(data: dict) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def write_inputs(config: PipelineConfig) -> list[Path]:
+    """Write (atomically, identically on every run) the input files the commands name."""
+    files = input_files(config)
+    for path, text in files.items():
+        data = text.encode()
+        if not path.exists() or path.read_bytes() != data:
+            atomic_write_bytes(path, data)
+    return list(files)

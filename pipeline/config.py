@@ -1,200 +1,155 @@
-"""The pipeline's settings: one dataclass of every stage's knobs (field help in the dataclass); presets are the
-data files ``pipeline/presets/cpu.toml`` (the 2-core chain the tests run) and ``paper.toml`` (the paper's GPU
-recipe). A dict field (``classifier_options``, ``rl_options``) takes any field of that stage's config and is
-merged key by key (``--set rl_options.floor=0.1``).
+"""The pipeline's settings: a few chain-level fields, and one table per stage holding that stage's own settings,
+the fields of its command's config (``[rl]`` takes ``RLTrainConfig``'s, ``[classifier]`` ``ClassifierTrainConfig``'s,
+...), with ``preset`` naming that command's preset. A value is set in one place: what the chain wires between
+stages (output folders, the classifier a stage reads, the seed, CPU threads) is the pipeline's and refused in a
+table. Presets are data files (``pipeline/presets/*.toml``); ``--set rl.max_steps=32`` sets one entry of a table.
 
-What defines a run's results (everything but ``output``, ``dry_run``, ``threads``, ``keep_checkpoints``) is
-its *identity*, recorded in ``RUN/run.json``: a rerun into the same RUN with a different identity is refused.
+A table value ``"inputs:NAME"`` names a file the pipeline ships and writes to ``RUN/inputs/NAME`` (the compact
+judge prompt, the six toy novelty prompts). What defines a run's results (everything but where and how fast it
+runs) is its *identity*, recorded in ``RUN/run.json``: a rerun into the same RUN with another identity is refused.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from darling.core.config import CommandConfig, option
+from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.serve import ServeConfig
+from darling.classifier.training_pairs import TrainingPairsConfig
+from darling.core.config import CommandConfig, coerce, option
 from darling.core.errors import UserInputError
+from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
+from darling.evals.compare import CompareConfig
+from darling.evals.config import MathEvalConfig, NoveltyConfig
+from darling.rl.config import RLTrainConfig
 
-# Not part of a run's identity: they change how fast or where a run goes, not what it computes.
-NOT_IDENTITY = ("output", "dry_run", "threads", "keep_checkpoints")
-IN_PROCESS_ENGINES = ("hf", "vllm")
-CLASSIFIER_DATA = ("judge", "human")
-PIPELINE_PROMPTS = "pipeline"  # novelty_prompts: the six prompts the pipeline writes to RUN/inputs
+INPUTS_PREFIX = "inputs:"
+ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
+# Not part of a run's identity: where it runs and how fast, not what it computes.
+NOT_IDENTITY = (
+    "output",
+    "about",
+    "dry_run",
+    "threads",
+    "keep_checkpoints",
+    "jobs",
+    "rl_gpus",
+    "trl_vllm_gpus",
+    "serve",
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One stage's table: the config class its keys are fields of, and the fields the pipeline sets itself."""
+
+    config: type[CommandConfig]
+    wired: tuple[str, ...]
+    extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
+
+
+_RL_WIRED = ("output", "classifier", "classifier_urls", "seed", "threads", "diversity", "prune_checkpoints")
+SECTIONS: dict[str, Section] = {
+    "datagen": Section(RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",)),
+    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers")),
+    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads")),
+    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed")),
+    "classifier": Section(ClassifierTrainConfig, ("seed", "threads"), ("preset",)),
+    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check")),
+    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",)),
+    "rl_grpo": Section(RLTrainConfig, _RL_WIRED),  # what the GRPO baseline sets differently from [rl]
+    "eval_math": Section(MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads")),
+    "eval_novelty": Section(NoveltyConfig, ("output", "model", "classifier", "seed", "threads")),
+    "compare": Section(CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed")),
+}
+
+
+def table(help_text: str) -> Any:
+    return option(factory=dict, flag=False, help=help_text)
 
 
 @dataclass(kw_only=True)
 class PipelineConfig(CommandConfig):
-    """Settings of ``darling pipeline``; every stage's command is built from them (``pipeline/steps.py``)."""
+    """Settings of ``darling pipeline``: chain-level fields, then one table per stage (``SECTIONS``)."""
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.pipeline"
 
     output: Path = option(aliases=("-o",), help="Run folder: one subfolder per stage, report.md, commands.sh.")
     preset: str = option("cpu", flag=False, help="The preset this config came from (set by its file).")
+    about: str = option("", flag=False, help="What the preset runs on, in a sentence or two (commands.sh, report).")
+    requires_cuda: bool = option(
+        False, flag=False, help="The chain needs CUDA GPUs: on a machine without, only commands.sh is written."
+    )
     dry_run: bool = option(False, help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.")
     seed: int = option(0, help="Seed of every stage.")
-    threads: int | None = option(1, help="torch CPU threads in every in-process stage; 1 is robust on shared cores.")
-    # -- datagen: rollouts
-    datagen: str = option(
+    threads: int | None = option(1, help="CPU threads of every command (torch's, the hf engine's); none: their own.")
+    jobs: int = option(
+        1, help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores."
+    )
+    rollouts_from: str = option(
         "champ",
         choices=("champ", "generate"),
-        help="champ: import CHAMP's real responses (4 models); generate: sample rollout_models.",
+        help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators.",
     )
-    datagen_problems: str = option("champ", help="Problems for datagen=generate (file, hub dataset, set name).")
-    datagen_limit: int | None = option(4, help="Problems: CHAMP problems imported, or problems generated for.")
-    rollout_models: list[str] = option(factory=list, help="datagen=generate: models (empty: the paper's generators).")
-    rollout_engine: str = option("hf", choices=IN_PROCESS_ENGINES, help="Engine of the rollouts.")
-    rollout_n: int = option(4, help="Samples per model per problem.")
-    rollout_max_tokens: int = option(256, help="Max new tokens per rollout.")
-    rollout_temperature: float = option(1.0, help="Rollout temperature.")
-    rollout_tensor_parallel: int = option(1, help="vllm: GPUs per generator.")
-    # -- pairs
-    cross_model_only: bool = option(True, help="Only pairs of two different models.")
-    pairs_per_problem: int = option(3, help="At most N pairs per problem.")
-    # -- labels: the LLM judge
-    judge_model: str = option("smollm2", help="Judge model.")
-    judge_engine: str = option("hf", choices=IN_PROCESS_ENGINES, help="Engine of the judge.")
-    judge_structured: str = option(
-        "choice",
-        choices=("none", "choice", "regex"),
-        help="choice: the verdict is exactly [[yes]] or [[no]], so it always parses.",
-    )
-    judge_prompt: str = option(
-        "compact",
-        choices=("compact", "default"),
-        help="compact: a short prompt for a 135M judge's context; default: datagen's.",
-    )
-    judge_max_tokens: int = option(8, help="Max tokens of a judge answer.")
-    judge_max_chars: int | None = option(300, help="Truncate each solution for a small judge.")
-    judge_limit: int | None = option(None, help="Judge the first N pairs.")
-    judge_tensor_parallel: int = option(1, help="vllm: GPUs for the judge.")
-    # -- classifier
-    classifier_preset: str = option("cpu", help="train-classifier preset.")
-    classifier_steps: int | None = option(12, help="Optimiser steps (none: the preset's schedule).")
-    classifier_tokens: int | None = option(64, help="Tokens per response (none: the preset's).")
-    classifier_devices: str | None = option(None, help="Lightning devices of train-classifier.")
-    classifier_strategy: str | None = option(None, help="Lightning strategy of train-classifier.")
-    classifier_options: dict[str, Any] = option(factory=dict, help="Any ClassifierTrainConfig field (key=value).")
-    classifier_data: str = option(
-        "judge",
-        choices=CLASSIFIER_DATA,
-        help="judge: the judge's labels (NoveltyBench's human pairs mixed in when the judge gives too few of a "
-        "class); human: NoveltyBench's human-labelled pairs by design (the judge stage still runs and its "
-        "verdicts are reported).",
-    )
-    min_labels_per_class: int = option(8, help="Fewer judge labels of a class -> mix in NoveltyBench's human pairs.")
-    human_pairs: int = option(
-        200,
-        help="NoveltyBench human-labelled pairs (a seeded sample of the built-in 1,000): the classifier's data with "
-        "classifier_data=human, the mix-in otherwise.",
-    )
-    # -- rl
-    rl_preset: str = option("cpu", help="rl-train preset.")
-    rl_steps: int | None = option(4, help="RL optimiser steps (none: the preset's).")
-    rl_limit: int | None = option(32, help="RL problems (none: the preset's).")
-    rl_max_completion_length: int | None = option(None, help="Max new tokens per RL rollout (none: the preset's).")
-    rl_save_steps: int = option(2, help="RL checkpoint interval (steps).")
-    rl_options: dict[str, Any] = option(factory=dict, help="Any RLTrainConfig field (key=value).")
     grpo_baseline: bool = option(
-        False,
-        help="Also train the GRPO baseline (rl-grpo/: the same settings and seeds, quality only) and compare it "
-        "with DARLING on the novelty prompts (compare/).",
+        True,
+        help="Also train the GRPO baseline (rl-grpo/: [rl] with quality only, plus [rl_grpo]) and compare it with "
+        "DARLING and the base policy (compare/).",
     )
-    keep_checkpoints: bool = option(False, help="Keep rl/checkpoint-* once rl/final is saved (1.6 GB each on CPU).")
-    base_model: str | None = option(None, help="The policy before RL (none: the rl preset's policy).")
-    # -- eval math
-    eval_problems: list[str] = option(factory=lambda: ["arithmetic"], help="Problem sets of eval math (repeatable).")
-    eval_limit: int | None = option(8, help="eval math: first N problems of each set.")
-    eval_n: int = option(4, help="eval math: samples per problem (pass@k up to n).")
-    eval_temperature: float = option(0.6, help="eval math: temperature.")
-    eval_max_tokens: int = option(64, help="eval math: max new tokens.")
-    eval_engine: str = option("hf", choices=IN_PROCESS_ENGINES, help="Engine of eval math.")
-    # -- eval novelty
-    novelty_prompts: str = option(
-        PIPELINE_PROMPTS,
-        help="eval novelty prompts: pipeline (six open-ended prompts, RUN/inputs/novelty-prompts.jsonl), or a "
-        "prompt file or packaged set (naming-heldout: 24 naming prompts no RL run trains on).",
+    keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.")
+    serve_classifier: bool = option(
+        False, help="RL scores with the classifier served by `serve-classifier` ([serve]), not in each process."
     )
-    novelty_limit: int | None = option(6, help="eval novelty: first N prompts.")
-    novelty_k: int = option(4, help="eval novelty: responses per prompt.")
-    novelty_temperature: float = option(1.0, help="eval novelty: temperature.")
-    novelty_max_tokens: int = option(64, help="eval novelty: max new tokens.")
-    novelty_engine: str = option("hf", choices=IN_PROCESS_ENGINES, help="Engine of eval novelty.")
+    rl_processes: int = option(1, help="Processes of each RL run (`accelerate launch --num_processes`).")
+    rl_accelerate: str | None = option(
+        None,
+        choices=ACCELERATE_CONFIGS,
+        help="The accelerate config RL launches with (RUN/inputs/accelerate.yaml): deepspeed-zero3 (GPUs), "
+        "multi-gpu (DDP), multi-cpu (gloo); none: the plain command.",
+    )
+    rl_gpus: str | None = option(None, help="CUDA_VISIBLE_DEVICES of the RL runs (e.g. 0,1,2,3,4,5); none: unset.")
+    trl_vllm_gpus: str | None = option(
+        None, help="With [rl] vllm_mode = server: the GPUs of `trl vllm-serve` (CUDA_VISIBLE_DEVICES)."
+    )
+    datagen: dict[str, Any] = table("datagen rollouts settings (RolloutConfig fields; generators = a list of tables).")
+    pairs: dict[str, Any] = table("datagen pairs settings (PairConfig fields).")
+    labels: dict[str, Any] = table("datagen label settings (JudgeConfig fields).")
+    training_pairs: dict[str, Any] = table("datagen training-pairs settings (TrainingPairsConfig fields).")
+    classifier: dict[str, Any] = table("train-classifier settings (ClassifierTrainConfig fields; preset).")
+    serve: dict[str, Any] = table("serve-classifier settings, with serve_classifier (ServeConfig fields).")
+    rl: dict[str, Any] = table("rl-train settings of both RL runs (RLTrainConfig fields; preset).")
+    rl_grpo: dict[str, Any] = table("rl-train settings only the GRPO baseline changes (RLTrainConfig fields).")
+    eval_math: dict[str, Any] = table("eval math settings (MathEvalConfig fields).")
+    eval_novelty: dict[str, Any] = table("eval novelty settings (NoveltyConfig fields).")
+    compare: dict[str, Any] = table("eval compare settings (CompareConfig fields).")
 
-    # -- derived
     @property
     def run(self) -> Path:
         return Path(self.output).resolve()
 
-    @property
-    def needs_gpu(self) -> bool:
-        return self.preset == "paper"
-
-    def policy(self) -> str:
-        from darling.rl.config import RLTrainConfig
-
-        preset = RLTrainConfig.preset_values(self.rl_preset)
-        return self.base_model or self.rl_options.get("policy") or preset.get("policy", "smollm2")
-
-    def policy_template(self) -> str:
-        from darling.rl.config import CPU_TEMPLATE
-
-        return self.rl_options.get("user_template", CPU_TEMPLATE)
-
     def check(self) -> None:
-        from darling.classifier.config import ClassifierTrainConfig
-        from darling.rl.config import RLTrainConfig
-
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
-        if self.classifier_preset not in ClassifierTrainConfig.preset_names():
-            raise UserInputError(f"unknown classifier preset {self.classifier_preset!r}")
-        if self.rl_preset not in RLTrainConfig.preset_names():
-            raise UserInputError(f"unknown rl preset {self.rl_preset!r}")
-        if self.judge_engine == "hf" and self.judge_structured == "regex":
-            raise UserInputError("the hf judge cannot follow a regex: use judge_structured=choice (or a vllm engine)")
-        positive = (
-            "pairs_per_problem",
-            "rollout_n",
-            "eval_n",
-            "novelty_k",
-            "eval_max_tokens",
-            "novelty_max_tokens",
-            "judge_max_tokens",
-            "rl_save_steps",
-            "min_labels_per_class",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
-        optional = (
-            "datagen_limit",
-            "judge_limit",
-            "classifier_steps",
-            "classifier_tokens",
-            "rl_steps",
-            "rl_limit",
-            "eval_limit",
-            "novelty_limit",
-            "rl_max_completion_length",
-            "threads",
-        )
-        for name in optional:
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise UserInputError(f"{name} must be >= 1 (or unset), got {value}")
-        if self.human_pairs < 0:
-            raise UserInputError(f"human_pairs must be >= 0, got {self.human_pairs}")
-        if self.classifier_data == "human" and self.human_pairs < 40:
-            raise UserInputError(f"classifier_data=human needs human_pairs >= 40, got {self.human_pairs}")
-        if self.datagen == "generate" and len(self.rollout_models) == 1 and self.cross_model_only:
-            raise UserInputError("one rollout model gives no cross-model pairs: --no-cross-model-only")
-        if not self.eval_problems:
-            raise UserInputError("eval_problems must name at least one problem set")
+        if self.jobs < 1 or self.rl_processes < 1:
+            raise UserInputError(f"jobs and rl_processes must be >= 1, got {self.jobs} and {self.rl_processes}")
+        for name, section in SECTIONS.items():
+            setattr(self, name, checked_table(name, section, getattr(self, name)))
+        if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):
+            raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
+        if self.rl.get("vllm_mode") == "server" and self.serve_classifier:
+            port = int(self.rl.get("vllm_server_port", 8000))
+            first, replicas = int(self.serve.get("port", 8000)), int(self.serve.get("replicas", 1))
+            if first <= port < first + replicas:
+                raise UserInputError(
+                    f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
+                    f"{replicas} replicas): give TRL's vLLM server another"
+                )
 
     def identity(self) -> dict[str, Any]:
-        """Flat ``{field: value}`` (dict fields as ``field.key``) of what defines the results, preset first."""
+        """Flat ``{field: value}`` (table entries as ``table.key``) of what defines the results, preset first."""
         values = {k: v for k, v in to_json(self).items() if k not in NOT_IDENTITY}
         flat: dict[str, Any] = {"preset": values.pop("preset")}
         for name, value in values.items():
@@ -205,13 +160,48 @@ class PipelineConfig(CommandConfig):
         return flat
 
 
+def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:
+    """A stage's table with every value read as its field's type; an unknown key, a key the pipeline sets, an
+    unknown stage preset or an unknown ``inputs:`` file is one line naming the table and the key."""
+    from darling.pipeline.resources import INPUT_FILES
+
+    known = {f.name for f in fields(section.config)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        base = key.split(".", 1)[0]
+        where = f"[{name}] {key}"
+        if base in section.wired:
+            raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
+        if key == "preset" and "preset" in section.extra:
+            if value not in section.config.preset_names():
+                raise UserInputError(
+                    f"{where}: unknown preset {value!r}; choose {', '.join(section.config.preset_names())}"
+                )
+            out[key] = value
+        elif key == "generators" and "generators" in section.extra:
+            if not isinstance(value, list) or not value:
+                raise UserInputError(f"{where}: expected a list of tables with name and model")
+            for i, entry in enumerate(value):
+                generator_spec(entry, f"{where}[{i}]")  # checked here; written to RUN/inputs/generators.json
+            out[key] = value
+        elif base not in known:
+            raise UserInputError(f"{where}: unknown option (not a field of {section.config.__name__})")
+        elif isinstance(value, str) and value.startswith(INPUTS_PREFIX):
+            if value.removeprefix(INPUTS_PREFIX) not in INPUT_FILES:
+                raise UserInputError(f"{where}: unknown pipeline input {value!r}; choose {', '.join(INPUT_FILES)}")
+            out[key] = value
+        else:
+            out[key] = value if "." in key else coerce(section.config, key, value, f"[{name}]")
+    return out
+
+
 def to_json(config: PipelineConfig) -> dict[str, Any]:
     return json.loads(json.dumps(config.to_dict(), default=str))
 
 
 def build_config(preset: str, output: str | Path, **overrides: Any) -> PipelineConfig:
-    """The preset's config with ``overrides`` (field name -> value, ``"rl_options.KEY"`` for one entry of a dict
-    field); None values are skipped, so unset options keep the preset's value."""
+    """The preset's config with ``overrides`` (field name -> value, ``"rl.KEY"`` for one entry of a stage's table);
+    None values are skipped, so unset options keep the preset's value."""
     values = {k: v for k, v in overrides.items() if v is not None}
     for name in ("preset", "output"):
         if name in values:

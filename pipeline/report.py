@@ -14,7 +14,7 @@ from typing import Any
 
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands import COMMANDS_FILE
+from darling.pipeline.commands import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
 from darling.pipeline.policy_report import (
     compare_section,
@@ -24,7 +24,7 @@ from darling.pipeline.policy_report import (
     policy_note,
     rl_section,
 )
-from darling.pipeline.steps import input_files
+from darling.pipeline.steps import eval_math_steps
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
@@ -50,7 +50,7 @@ def _datagen(s: dict[str, Any]) -> list[str]:
         f"{s['mode']}.",
         "",
         f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
-        f"({', '.join(s['models'])})",
+        f"({', '.join(s['models'])}); failed: {s.get('failed', 0)}",
         f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}",
         "",
     ]
@@ -73,9 +73,11 @@ def _pairs(s: dict[str, Any]) -> list[str]:
 
 def _labels(s: dict[str, Any]) -> list[str]:
     c, b = s["counts"], s["label_balance"]
+    orders = "both orders; a pair is labelled only when both orders agree" if s["both_orders"] else "one order"
+    prompt = Path(s["prompt"]).name if s["prompt"] != "default" else "datagen's default"
     return [
-        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, {s['prompt']} prompt), "
-        f"both orders; a pair is labelled only when both orders agree ({s['judge_calls']} judge calls).",
+        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, prompt {prompt}), "
+        f"{orders} ({s['judge_calls']} judge calls).",
         "",
         "| verdict | pairs |",
         "| --- | ---: |",
@@ -91,20 +93,22 @@ def _labels(s: dict[str, Any]) -> list[str]:
 
 def _classifier(s: dict[str, Any]) -> list[str]:
     d, v = s["data"], s["validation"]
-    kind = s.get("kind", "cross-encoder")  # runs recorded before the bi-encoder kind
+    schedule = s.get("schedule") or {}
+    launch = f", launched as `{s['launcher']}`" if s.get("launcher") else ""
     lines = [
-        f"Preset `{s['preset']}` ({kind}, `{s['backbone']}`), {s['max_steps']} optimiser steps, "
-        f"{s['max_tokens_per_response']} tokens per response; trained, calibrated on its validation split and "
-        "exported to [`classifier/`](classifier/).",
+        f"Preset `{s['preset']}` ({s['kind']}, `{s['backbone']}`, {s['dtype']}), {schedule.get('optimiser_steps')} "
+        f"optimiser steps of {schedule.get('examples_per_optimiser_step')} examples over {schedule.get('world_size')} "
+        f"process(es){launch}, {s['max_tokens_per_response']} tokens per response; trained, calibrated on its "
+        "validation split and exported to [`classifier/`](classifier/).",
         "",
-        f"- training data [`classifier/train-pairs.jsonl`](classifier/train-pairs.jsonl): {d['pairs']} pairs "
+        f"- training data [`training-pairs/pairs.jsonl`](training-pairs/pairs.jsonl): {d['pairs']} pairs "
         f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
         f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}",
     ]
     if d.get("by_design"):
-        lines.append(f"- **by design:** {d['fallback_reason']}.")
+        lines.append(f"- **by design:** {d['reason']}.")
     elif d["fallback"]:
-        lines.append(f"- **fallback:** {d['fallback_reason']}.")
+        lines.append(f"- **fallback:** {d['reason']}.")
     lines += [
         "",
         "Validation split at the threshold it chose (optimistic: no held-out pairs at this scale):",
@@ -126,11 +130,10 @@ SECTIONS = {
         _classifier,
         [("validation metrics", "classifier/training/validation/metrics.json"), ("model card", "classifier/README.md")],
     ),
-    "rl": ("5. DARLING RL", rl_section, []),
-    "rl-grpo": ("5b. The GRPO baseline: the same run, quality only", rl_section, []),
+    "rl": ("5. RL: DARLING, and the GRPO baseline beside it", rl_section, []),
     "eval-math": ("6. Math before/after RL: pass@k", eval_math_section, []),
     "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", eval_novelty_section, []),
-    "compare": ("8. DARLING against GRPO on held-out prompts", compare_section, []),
+    "compare": ("8. DARLING against GRPO and the base policy", compare_section, []),
 }
 
 
@@ -150,26 +153,18 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         r = records.get(name, {})
         lines.append(f"| {name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
-    if not config.needs_gpu:
-        lines += [
-            "A small chain on 2 CPU cores. What it measures is section 8: DARLING against GRPO (the same "
-            "policy, prompts, seeds and steps; only the reward differs) on held-out prompts, with intervals. "
-            "The other stages exercise the toolkit end to end at a size that is not evidence of quality: a 135M "
-            "judge, a classifier trained for a few steps, pass@k on a few arithmetic problems.",
-            "",
-        ]
-        if not config.grpo_baseline:
-            lines[-2] = (
-                "A smoke-scale chain on 2 CPU cores (no GRPO baseline: grpo_baseline is off): the numbers "
-                "exercise the stages and are not evidence of quality."
-            )
+    if config.about:
+        lines += [config.about, ""]
+    lines += [
+        "Every stage ran as its `darling` commands, launched as `commands.sh` launches them; each stage's output is "
+        "in [`logs/`](logs/).",
+        "",
+    ]
     for name, (title, render, links) in SECTIONS.items():
         r = records.get(name, {})
         lines += _header(name, r, title, links)
         summary = r.get("summary") or {}
-        if r.get("status") == "done" and "commands" in summary:  # a GPU stage run from commands.sh
-            lines += ["```bash", *summary["commands"], "```", ""]
-        elif r.get("status") == "done" and summary:
+        if r.get("status") == "done" and summary:
             lines += render(summary)
             if name == "eval-math":
                 lines += policy_note(records)
@@ -206,9 +201,9 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
     (when mixed in), packaged problem sets (aime24, ...); built-ins generated in code and hub datasets are
     listed by name only."""
     found: list[dict[str, Any]] = []
-    for role, path in input_files(config).items():
-        found.append({"role": role, "path": str(path)})
-    if config.datagen == "champ":
+    for path in input_files(config):
+        found.append({"role": "input", "path": str(path)})
+    if config.rollouts_from == "champ":
         from darling.datagen.champ import champ_path
 
         try:
@@ -218,7 +213,8 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
     data = (records.get("classifier", {}).get("summary") or {}).get("data") or {}
     if data.get("noveltybench_file"):
         found.append({"role": "noveltybench_pairs", "path": data["noveltybench_file"]})
-    specs = [*config.eval_problems, *([config.datagen_problems] if config.datagen == "generate" else [])]
+    problems = eval_math_steps(config)[0].config.problems
+    specs = [*problems, *([str(config.datagen.get("problems"))] if config.rollouts_from == "generate" else [])]
     for spec in dict.fromkeys(specs):
         path = Path(spec)
         if (packaged := packaged_problem_file(spec)) is not None:  # aime24, gsm8k, ...: a file inside darling

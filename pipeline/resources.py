@@ -42,23 +42,25 @@ Two solutions to the same math problem reach the same final answer. Do they use 
 Answer [[yes]] if the strategies are different, [[no]] if they are essentially the same.
 """
 
-# The paper's eight generator models (reference notes: DeepScaleR problems, rollouts from these models).
-# Qwen2.5-Math-7B-Instruct has a 4k context, so its responses are capped below the others'.
-PAPER_GENERATORS: tuple[dict, ...] = (
-    {"name": "qwen3-4b-base", "model": "Qwen/Qwen3-4B-Base"},
-    {"name": "qwen3-8b-base", "model": "Qwen/Qwen3-8B-Base"},
-    {"name": "qwen3-4b", "model": "Qwen/Qwen3-4B"},
-    {"name": "qwen3-8b", "model": "Qwen/Qwen3-8B"},
-    {"name": "octothinker-8b", "model": "OctoThinker/OctoThinker-8B-Hybrid-Base"},
-    {"name": "qwen2.5-math-7b-instruct", "model": "Qwen/Qwen2.5-Math-7B-Instruct", "max_tokens": 3072},
-    {"name": "qwq-32b", "model": "Qwen/QwQ-32B"},
-    {"name": "llama-4-maverick", "model": "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"},
-)
-
-# TRL's examples/accelerate_configs/deepspeed_zero3.yaml, for 6 training processes (2 GPUs serve the classifier).
-ACCELERATE_ZERO3 = """\
+# Accelerate configs RL launches with (after TRL's examples/accelerate_configs), by name; num_processes comes from
+# the pipeline's rl_processes. deepspeed-zero3: the paper's (weights, gradients and optimizer state sharded, fp32
+# master weights in the optimizer); multi-gpu: DDP; multi-cpu: the same launch on CPU processes (gloo).
+_ACCELERATE_COMMON = """\
 compute_environment: LOCAL_MACHINE
 debug: false
+machine_rank: 0
+main_training_function: main
+num_machines: 1
+num_processes: {processes}
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+"""
+ACCELERATE = {
+    "deepspeed-zero3": _ACCELERATE_COMMON
+    + """\
 deepspeed_config:
   deepspeed_multinode_launcher: standard
   offload_optimizer_device: none
@@ -68,15 +70,38 @@ deepspeed_config:
   zero_stage: 3
 distributed_type: DEEPSPEED
 downcast_bf16: 'no'
-machine_rank: 0
-main_training_function: main
 mixed_precision: bf16
-num_machines: 1
-num_processes: 6
-rdzv_backend: static
-same_network: true
-tpu_env: []
-tpu_use_cluster: false
-tpu_use_sudo: false
 use_cpu: false
-"""
+""",
+    "multi-gpu": _ACCELERATE_COMMON
+    + """\
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+gpu_ids: all
+mixed_precision: bf16
+use_cpu: false
+""",
+    "multi-cpu": _ACCELERATE_COMMON
+    + """\
+distributed_type: MULTI_CPU
+mixed_precision: 'no'
+use_cpu: true
+""",
+}
+
+
+def accelerate_config(name: str, processes: int) -> str:
+    return ACCELERATE[name].format(processes=processes)
+
+
+def _jsonl(rows: tuple[dict[str, str], ...]) -> str:
+    import json
+
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+# Files a stage's table may name as "inputs:NAME": the pipeline writes them to RUN/inputs/NAME.
+INPUT_FILES = {
+    "compact-judge-prompt.txt": COMPACT_JUDGE_PROMPT,
+    "novelty-prompts.jsonl": _jsonl(NOVELTY_PROMPTS),
+}

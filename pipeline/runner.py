@@ -1,9 +1,11 @@
-"""``run_pipeline``: the stages in order, each in its own folder of RUN, recorded in ``RUN/stages.json``.
+"""``run_pipeline``: each stage's block of ``RUN/commands.sh``, run by bash in RUN as written, recorded in
+``RUN/stages.json`` and summarised from the files its commands wrote.
 
-A stage marked ``done`` is skipped on a rerun; one that was interrupted (``running``) or ``failed`` runs again
-and resumes through its own API (rollouts, labels, classifier checkpoints, RL checkpoints and evaluations
-all continue where they stopped). ``RUN/run.json`` holds the run's identity: a rerun with another preset
-or option is refused in one line, before anything is written.
+Every preset runs the same way: the CPU chain and the GPU chain are both their commands, launched as the script
+launches them. A stage marked ``done`` is skipped on a rerun; one that was interrupted (``running``) or ``failed``
+runs again, and its commands resume by themselves (rollouts, labels, classifier and RL checkpoints, evaluations).
+``RUN/run.json`` holds the run's identity: a rerun with another preset or setting is refused in one line, before
+anything is written. A block's output goes to the console and to ``RUN/logs/<stage>.log``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,12 +21,18 @@ from typing import Any
 
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
-from darling.pipeline.commands import STAGES, StageCommands, write_commands, write_inputs
+from darling.core.vllm_server import cuda_available
+from darling.pipeline.commands import LOGS, PRELUDE, STAGES, StageCommands, stage_commands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.report import write_manifest, write_report
+from darling.pipeline.summaries import plan_notes, summarise
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
+
+
+class StageFailed(RuntimeError):
+    """A stage's command failed (or left failed items, e.g. judge calls); rerunning the pipeline resumes it."""
 
 
 def check_identity(config: PipelineConfig) -> None:
@@ -40,7 +49,7 @@ def check_identity(config: PipelineConfig) -> None:
             if saved.get(name) != current.get(name):
                 raise UserInputError(
                     f"{run}: was made with {name}={saved.get(name)!r}, this run has {name}={current.get(name)!r}; "
-                    "use a new --output to change the pipeline's preset or options"
+                    "use a new --output to change the pipeline's preset or settings"
                 )
         return
     if run.exists() and any(p.name not in (IDENTITY_FILE,) for p in run.iterdir()):
@@ -49,7 +58,8 @@ def check_identity(config: PipelineConfig) -> None:
 
 
 class StageBook:
-    """``stages.json``: per stage its status (running | done | failed), wall seconds, outputs and summary."""
+    """``stages.json``: per stage its status (running | done | failed | interrupted), attempts, wall seconds,
+    the commands it ran and its summary."""
 
     def __init__(self, run: Path):
         self.path = run / STAGES_FILE
@@ -79,33 +89,49 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+def block_environment(config: PipelineConfig) -> dict[str, str]:
+    """The commands' environment: ``$RUN``, this interpreter's scripts first on the PATH (so ``darling``,
+    ``torchrun`` and ``accelerate`` are this installation's), Python's output unbuffered (lines arrive as written)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "RUN": str(config.run),
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
-def _shell_stage(config: PipelineConfig, stage: StageCommands) -> Callable[[Any], dict[str, Any]]:
-    """A paper stage: its commands.sh block, run by bash in RUN (each darling command resumes by itself)."""
-
-    def run(_ctx: Any) -> dict[str, Any]:
-        script = "\n".join(["set -euo pipefail", *stage.lines])  # $RUN comes from the environment
-        result = subprocess.run(["bash", "-c", script], cwd=config.run, env={**os.environ, "RUN": str(config.run)})
-        if result.returncode:
-            from darling.pipeline.stages import StageFailed
-
-            raise StageFailed(f"{stage.name}: a command exited with {result.returncode} (see commands.sh)")
-        return {"commands": [line for line in stage.lines if not line.startswith("#")]}
-
-    return run
+def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: Callable[[str], None]) -> None:
+    """Run the stage's block (after the script's prelude) with bash in RUN; its output goes to ``log`` and to
+    ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log."""
+    log_path = config.run / LOGS / f"{stage.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    script = "\n".join([*PRELUDE, *stage.lines])
+    with log_path.open("ab") as sink:
+        sink.write(f"== {stage.name}, attempt {attempt}, {_now()}\n".encode())
+        process = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=config.run,
+            env=block_environment(config),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        assert process.stdout is not None
+        for raw in process.stdout:
+            sink.write(raw)
+            sink.flush()
+            log("  " + raw.decode(errors="replace").rstrip("\n"))
+        code = process.wait()
+    if code:
+        raise StageFailed(
+            f"{stage.name}: a command exited with {code}; see {log_path} (rerun the same command to resume)"
+        )
 
 
 def _write_only(
     config: PipelineConfig, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
 ) -> dict[str, Any]:
-    """A dry run, or a GPU preset on a machine without CUDA: commands.sh and the manifest, no stage runs."""
+    """A dry run, or a GPU chain on a machine without CUDA: commands.sh and the manifest, no stage runs."""
     if config.dry_run:
         status = "dry-run"
         log(f"dry run: wrote {commands} (nothing was run)")
@@ -113,8 +139,7 @@ def _write_only(
         status = "needs-gpu"
         log(
             f"the {config.preset} preset needs CUDA GPUs (torch.cuda.is_available() is False here): wrote "
-            f"{commands} and ran nothing; run it on a GPU node (`bash {commands}`, or this command "
-            "there)"
+            f"{commands} and ran nothing; run it on a GPU node (`bash {commands}`, or this command there)"
         )
     log(commands.read_text())
     records = StageBook(config.run).records  # stages an earlier run finished, if any
@@ -122,45 +147,26 @@ def _write_only(
     return result
 
 
-def _runners(config: PipelineConfig, stage_cmds: list[StageCommands]) -> dict[str, Callable[[Any], dict[str, Any]]]:
-    """Stage name -> what runs it: the in-process APIs, or (GPU presets) the stage's commands.sh block."""
-    if config.needs_gpu:
-        return {s.name: _shell_stage(config, s) for s in stage_cmds}
-    from darling.pipeline import policy_stages, stages
-
-    return {**stages.RUNNERS, **policy_stages.RUNNERS}
-
-
 def run_pipeline(
-    config: PipelineConfig,
-    progress: bool = True,
-    log: Callable[[str], None] | None = None,
-    argv: list[str] | None = None,
+    config: PipelineConfig, log: Callable[[str], None] | None = None, argv: list[str] | None = None
 ) -> dict[str, Any]:
-    """Run (or, with ``dry_run`` / a GPU preset on a machine without CUDA, only write) the chain into
+    """Run (or, with ``dry_run`` / a CUDA preset on a machine without CUDA, only write) the chain into
     ``config.output``. Returns ``{"status", "run", "commands", "stages", "report", "manifest"}``; status is
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest."""
     log = log or (lambda line: print(line, flush=True))
     config.validate()
+    stages = stage_commands(config)  # builds, and so checks, every command's settings before anything is written
     check_identity(config)
     write_inputs(config)
-    commands, stage_cmds = write_commands(config)
+    commands, _ = write_commands(config)
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
-    if config.dry_run or (config.needs_gpu and not _cuda_available()):
+    if config.dry_run or (config.requires_cuda and not cuda_available()):
         return _write_only(config, commands, result, argv, log)
-    from darling.pipeline import stages as impl
-
-    if config.threads:
-        import torch
-
-        torch.set_num_threads(config.threads)
     book = StageBook(config.run)
-    ctx = impl.Context(config, progress, log)
-    for note in impl.plan_notes(config):  # what the chain does by design, said before it starts
+    for note in plan_notes(config):  # what the chain does by design, said before it starts
         log(f"note: {note}")
-    runners = _runners(config, stage_cmds)
-    total = len(stage_cmds)
-    for i, stage in enumerate(stage_cmds, 1):
+    total = len(stages)
+    for i, stage in enumerate(stages, 1):
         name = stage.name
         if book.done(name):
             log(f"[{i}/{total}] {name}: done earlier in {book.records[name]['seconds']:.1f} s, skipped")
@@ -169,18 +175,20 @@ def run_pipeline(
         book.start(name)
         start = time.perf_counter()
         try:
-            summary = runners[name](ctx)
+            run_block(config, stage, book.records[name]["attempts"], log)
+            summary = summarise(name, config)
         except BaseException as exc:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
             write_report(config, book.records)
             log(
-                f"[{i}/{total}] {name}: {status} after {time.perf_counter() - start:.1f} s; rerun the same "
-                "command to resume"
+                f"[{i}/{total}] {name}: {status} after {time.perf_counter() - start:.1f} s; "
+                "rerun the same command to resume"
             )
             raise
         seconds = time.perf_counter() - start
-        book.finish(name, "done", seconds, outputs=[name], summary=summary)
+        ran = [line for line in stage.lines if not line.startswith("#")]
+        book.finish(name, "done", seconds, commands=ran, summary=summary)
         log(f"[{i}/{total}] {name}: done in {seconds:.1f} s")
     report = write_report(config, book.records)
     log("manifest: hashing every file under the run folder")

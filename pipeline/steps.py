@@ -1,38 +1,51 @@
-"""One definition of each pipeline stage: the ``darling`` command it is, as a config object plus the command's other
-parameters. ``pipeline/stages.py`` runs a step by calling the command's Python API with exactly that config;
-``pipeline/commands.py`` renders the same step as its ``darling ...`` line in ``commands.sh``. So the two cannot
-disagree, and ``tests/pipeline/test_steps.py`` parses every rendered line with the real command line and checks it
-builds the very config the runner used.
+"""Each pipeline stage as the ``darling`` commands it runs: a command's settings are its stage's table (its preset,
+then the table's entries) plus what the pipeline wires (the folders stages pass on, the seed, CPU threads), built
+as that command's own config object; ``launcher`` is what starts it (``torchrun``, ``accelerate launch``).
+``pipeline/commands.py`` renders these into ``RUN/commands.sh`` and the runner runs that very text, so what ran is
+what the script says; ``tests/pipeline`` parses every rendered line with the real command line.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import typing
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.serve import ServeConfig
+from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, base_type, coerce, field_types
-from darling.pipeline.config import PIPELINE_PROMPTS, PipelineConfig
+from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
+from darling.evals.compare import EVAL_QUALITY, CompareConfig
+from darling.evals.config import MathEvalConfig, NoveltyConfig
+from darling.pipeline.config import INPUTS_PREFIX, PipelineConfig
+from darling.rl.config import RLTrainConfig
 
-EVAL_MODELS = ("base", "darling-rl")  # eval-math/<name>/ and eval-novelty/<name>/
-GRPO_MODEL = "grpo-rl"  # the GRPO baseline's policy, evaluated beside them with grpo_baseline
-# eval-math names the model this in both folders: per-request seeds derive from the name, so both models draw
-# the same seeds and the before/after comparison is paired (identical weights give identical samples).
+BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"  # eval-math/<name>/, eval-novelty/<name>/
+# eval math names the model this in every folder: per-request seeds derive from the name, so all policies draw the
+# same seeds and their comparison is paired (identical weights would give identical samples).
 EVAL_NAME = "policy"
 INPUTS = "inputs"
+SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl/
+ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
 @dataclass
 class Step:
-    """``darling <words> ...``: the command, its settings (``config``) and its other parameters."""
+    """``[launcher] darling <words> ...``: a command, its settings (``config``) and its other parameters."""
 
+    name: str  # within its stage: its log file's name (rl, rl-grpo, eval-math-base, ...)
     words: tuple[str, ...]
-    config: CommandConfig
+    config: Any  # the command's settings: its own config dataclass (RLTrainConfig, ...)
     params: dict[str, Any] = field(default_factory=dict)
     preset: str | None = None  # for commands with presets: the one the rendered line names
-    shell_params: dict[str, str] = field(default_factory=dict)  # rendered as shell text (e.g. a conditional flag)
+    shell_params: dict[str, str] = field(default_factory=dict)  # rendered as shell text (a conditional flag)
+    launcher: list[str] = field(default_factory=list)  # words before `darling` (env, torchrun, accelerate launch)
+    explicit: tuple[str, ...] = ()  # settings the stage's table names: on the line even where they equal the default
 
     def argv(self, run: Path) -> list[str]:
         """The command line after ``darling``, paths under ``run`` written as ``$RUN/...``."""
@@ -41,7 +54,7 @@ class Step:
             words += ["--preset", self.preset]
         for name, value in self.params.items():
             words += _flag(name.rstrip("_"), value, run)
-        for name, value in setting_changes(self.config, self.preset).items():
+        for name, value in setting_changes(self.config, self.preset, self.explicit).items():
             f = next(f for f in fields(self.config) if f.name == name)
             if not f.metadata.get("flag", True) or value is None or isinstance(value, dict):
                 words += ["--set", f"{name}={_set_value(value, run)}"]
@@ -50,8 +63,10 @@ class Step:
         return words
 
     def line(self, run: Path) -> str:
-        text = " ".join(_quote(w) for w in ["darling", *self.argv(run)])
-        return " ".join([text, *self.shell_params.values()])
+        """The shell line: ``VAR=value`` assignments, the launcher, ``-m darling`` (or ``darling`` alone)."""
+        launch = [w if ENV_ASSIGNMENT.match(w) else _quote(run_relative(w, run)) for w in self.launcher]
+        head = [*launch, "-m", "darling"] if self.launcher else ["darling"]
+        return " ".join([*head, *(_quote(w) for w in self.argv(run)), *self.shell_params.values()])
 
 
 def baseline(cls: type[CommandConfig], preset: str | None) -> dict[str, Any]:
@@ -68,17 +83,25 @@ def baseline(cls: type[CommandConfig], preset: str | None) -> dict[str, Any]:
     return out
 
 
-def setting_changes(config: CommandConfig, preset: str | None) -> dict[str, Any]:
-    """The fields whose value differs from the baseline: what the command line has to say."""
+def setting_changes(config: CommandConfig, preset: str | None, explicit: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields whose value differs from the baseline, and those named in ``explicit``: what the line says."""
     base = baseline(type(config), preset)
     ordered = sorted(fields(config), key=lambda f: bool(f.metadata.get("panel")))  # engine flags after the command's
-    return {f.name: getattr(config, f.name) for f in ordered if getattr(config, f.name) != base[f.name]}
+    return {
+        f.name: getattr(config, f.name)
+        for f in ordered
+        if getattr(config, f.name) != base[f.name] or f.name in explicit
+    }
 
 
 def run_relative(value: Any, run: Path) -> str:
-    """``value`` as text, a path under ``run`` written as ``$RUN/...`` (how commands.sh names run files)."""
+    """``value`` as text, a path under ``run`` written as ``$RUN/...`` (how commands.sh names run files), also the
+    path of a ``NAME=PATH`` value."""
     text = str(value)
     root = str(run)
+    name, sep, path = text.partition("=")
+    if sep and "/" not in name and (path == root or path.startswith(root + "/")):
+        return f"{name}=$RUN{path[len(root) :]}"
     return "$RUN" + text[len(root) :] if text == root or text.startswith(root + "/") else text
 
 
@@ -94,8 +117,6 @@ def _flag(name: str, value: Any, run: Path) -> list[str]:
 
 
 def _set_value(value: Any, run: Path) -> str:
-    import json
-
     if value is None:
         return "none"
     if isinstance(value, dict | list):
@@ -104,212 +125,203 @@ def _set_value(value: Any, run: Path) -> str:
 
 
 def _quote(word: str) -> str:
-    """``$RUN/...`` in double quotes so the shell expands it; everything else shell-quoted."""
-    return f'"{word}"' if word.startswith("$RUN") else shlex.quote(word)
+    """A word naming ``$RUN`` in double quotes so the shell expands it; everything else shell-quoted."""
+    return f'"{word}"' if "$RUN" in word and '"' not in word and "`" not in word else shlex.quote(word)
 
 
 def field_type_is_list(cls: type, name: str) -> bool:
     return typing.get_origin(base_type(field_types(cls)[name])[0]) in (list, tuple)
 
 
-# -- the stages' steps ------------------------------------------------------------------------------------------
-def input_files(config: PipelineConfig) -> dict[str, Path]:
-    """The pipeline-written inputs this config uses (role -> path under RUN/inputs)."""
-    root = config.run / INPUTS
-    files = {"novelty_prompts": root / "novelty-prompts.jsonl"} if config.novelty_prompts == PIPELINE_PROMPTS else {}
-    files.update({f"eval_generators:{name}": root / f"eval-math-{name}.json" for name in eval_models(config)})
-    if config.judge_prompt == "compact":
-        files["judge_prompt"] = root / "judge-prompt.txt"
-    if config.datagen == "generate":
-        files["generators"] = root / "generators.json"
-    if config.preset == "paper":
-        files["accelerate"] = root / "accelerate-zero3.yaml"
-    return files
+# -- from a stage's table to a command's config ------------------------------------------------------------------
+def input_path(c: PipelineConfig, name: str) -> Path:
+    return c.run / INPUTS / name
 
 
-def eval_models(config: PipelineConfig) -> dict[str, str]:
-    """Before and after RL (and the GRPO baseline's policy, if trained): name -> model (hub name, alias or path)."""
-    models = dict(zip(EVAL_MODELS, (config.policy(), str(config.run / "rl" / "final")), strict=True))
-    if config.grpo_baseline:
-        models[GRPO_MODEL] = str(config.run / "rl-grpo" / "final")
-    return models
+def table_values(c: PipelineConfig, section: str) -> dict[str, Any]:
+    """A stage's table as command settings: ``inputs:NAME`` as its path in RUN/inputs, the pipeline's keys out."""
+    values = {}
+    for key, value in getattr(c, section).items():
+        if key in ("preset", "generators"):
+            continue
+        is_input = isinstance(value, str) and value.startswith(INPUTS_PREFIX)
+        values[key] = input_path(c, value.removeprefix(INPUTS_PREFIX)) if is_input else value
+    return values
 
 
-def novelty_prompts(config: PipelineConfig) -> str:
-    """The prompts of eval novelty: the file the pipeline writes, or the configured file or packaged set."""
-    if config.novelty_prompts == PIPELINE_PROMPTS:
-        return str(input_files(config)["novelty_prompts"])
-    return config.novelty_prompts
+C = TypeVar("C", bound=CommandConfig)
 
 
-def _engine(engine: str, c: PipelineConfig, tensor_parallel: int = 1) -> dict[str, Any]:
-    """The engine fields a stage sets: hf takes the CPU threads, vllm its tensor-parallel size."""
-    return {
-        "engine": engine,
-        **({"threads": c.threads} if engine == "hf" else {"tensor_parallel_size": tensor_parallel}),
-    }
+def stage_config(c: PipelineConfig, section: str, cls: type[C], **wired: Any) -> C:
+    """The command's config: its preset (the table's ``preset``), the table, then what the pipeline wires."""
+    preset = getattr(c, section).get("preset")
+    return cls.build(preset, overrides={**table_values(c, section), **wired})
 
 
+def named_in(c: PipelineConfig, *sections: str) -> tuple[str, ...]:
+    """The settings the tables name (``grpo.x`` names ``grpo``): a preset's explicit choices, shown on the line."""
+    return tuple(dict.fromkeys(k.split(".", 1)[0] for s in sections for k in table_values(c, s)))
+
+
+def shown(c: PipelineConfig, wired: dict[str, Any], *sections: str) -> tuple[str, ...]:
+    """What a line always says, even where it equals the command's default: what the pipeline wires, and what the
+    stage's tables name. So two presets that set the same keys have lines with the same options."""
+    return tuple(dict.fromkeys([*wired, *named_in(c, *sections)]))
+
+
+def threads(c: PipelineConfig, cls: type[CommandConfig]) -> dict[str, Any]:
+    """The chain's CPU threads as the command's ``threads`` field (train-classifier reads 0 as torch's default)."""
+    if cls is ClassifierTrainConfig:
+        return {"threads": c.threads or 0}
+    return {"threads": c.threads}
+
+
+# -- the stages --------------------------------------------------------------------------------------------------
 def datagen_step(c: PipelineConfig) -> Step:
-    from darling.datagen.config import RolloutConfig
-
-    out = c.run / "datagen"
-    if c.datagen == "champ":
-        return Step(("datagen", "rollouts"), RolloutConfig(output=out, limit=c.datagen_limit), {"import_": "champ"})
-    config = RolloutConfig(
-        problems=c.datagen_problems,
-        output=out,
-        generators=input_files(c)["generators"],
-        n=c.rollout_n,
-        temperature=c.rollout_temperature,
-        max_tokens=c.rollout_max_tokens,
-        seed=c.seed,
-        limit=c.datagen_limit,
-        **_engine(c.rollout_engine, c, c.rollout_tensor_parallel),
-    )
-    return Step(("datagen", "rollouts"), config)
+    wired: dict[str, Any] = {"output": c.run / "datagen", "seed": c.seed}
+    if c.rollouts_from == "champ":
+        config = stage_config(c, "datagen", RolloutConfig, **wired)
+        return Step(
+            "datagen", ("datagen", "rollouts"), config, {"import_": "champ"}, explicit=shown(c, wired, "datagen")
+        )
+    generators = input_path(c, "generators.json") if c.datagen.get("generators") else None
+    wired.update(generators=generators, **threads(c, RolloutConfig))
+    config = stage_config(c, "datagen", RolloutConfig, **wired)
+    return Step("datagen", ("datagen", "rollouts"), config, explicit=shown(c, wired, "datagen"))
 
 
 def pairs_step(c: PipelineConfig) -> Step:
-    from darling.datagen.config import PairConfig
-
-    config = PairConfig(
-        rollouts=c.run / "datagen",
-        output=c.run / "pairs",
-        cross_model_only=c.cross_model_only,
-        max_pairs_per_problem=c.pairs_per_problem,
-        seed=c.seed,
-        workers=c.threads or 0,
-    )
-    return Step(("datagen", "pairs"), config)
+    wired = {"rollouts": c.run / "datagen", "output": c.run / "pairs", "seed": c.seed, "workers": c.threads or 0}
+    config = stage_config(c, "pairs", PairConfig, **wired)
+    return Step("pairs", ("datagen", "pairs"), config, explicit=shown(c, wired, "pairs"))
 
 
 def labels_step(c: PipelineConfig) -> Step:
-    from darling.datagen.config import JudgeConfig
-
-    config = JudgeConfig(
-        pairs=c.run / "pairs",
-        output=c.run / "labels",
-        judge_model=c.judge_model,
-        prompt_file=input_files(c).get("judge_prompt"),
-        temperature=0.0,
-        max_tokens=c.judge_max_tokens,
-        structured=c.judge_structured,
-        max_chars_per_solution=c.judge_max_chars,
-        seed=c.seed,
-        limit=c.judge_limit,
-        **_engine(c.judge_engine, c, c.judge_tensor_parallel),
-    )
-    return Step(("datagen", "label"), config)
+    wired = {"pairs": c.run / "pairs", "output": c.run / "labels", "seed": c.seed, **threads(c, JudgeConfig)}
+    config = stage_config(c, "labels", JudgeConfig, **wired)
+    return Step("labels", ("datagen", "label"), config, explicit=shown(c, wired, "labels"))
 
 
-def classifier_data_file(c: PipelineConfig) -> Path:
-    """The GPU chain trains on the judge's labels; the CPU chain on ``train-pairs.jsonl``, which the pipeline
-    writes first (the judge's labels, plus NoveltyBench's human pairs when the judge gives one class)."""
-    if c.preset == "paper":
-        return c.run / "labels" / "labelled.parquet"
-    return c.run / "classifier" / "train-pairs.jsonl"
+def training_pairs_step(c: PipelineConfig) -> Step:
+    wired = {"labels": c.run / "labels", "output": c.run / "training-pairs", "seed": c.seed}
+    config = stage_config(c, "training_pairs", TrainingPairsConfig, **wired)
+    return Step("training-pairs", ("datagen", "training-pairs"), config, explicit=shown(c, wired, "training_pairs"))
+
+
+def process_count(devices: str) -> int:
+    """Processes a Lightning ``devices`` setting asks for (``"8"`` -> 8; ``auto`` and lists: 1, Lightning's own)."""
+    return int(devices) if devices.isdigit() else 1
 
 
 def classifier_step(c: PipelineConfig) -> Step:
-    from darling.classifier.config import ClassifierTrainConfig
-
-    overrides: dict[str, Any] = {}
-    if c.classifier_tokens is not None:
-        overrides["max_tokens_per_response"] = c.classifier_tokens
-    if c.classifier_steps is not None:  # a short schedule: warm-up, checkpoints and logs scaled to it
-        preset_warmup = ClassifierTrainConfig.preset_values(c.classifier_preset).get("warmup_steps", 10)
-        overrides.update(
-            max_steps=c.classifier_steps,
-            warmup_steps=min(preset_warmup, max(1, c.classifier_steps // 5)),
-            checkpoint_every_n_steps=max(1, c.classifier_steps // 3),
-            log_every_n_steps=max(1, min(10, c.classifier_steps // 4)),
-        )
-    hardware = {"devices": c.classifier_devices, "strategy": c.classifier_strategy, "threads": c.threads}
-    overrides.update({k: v for k, v in hardware.items() if v is not None})
-    overrides.update(c.classifier_options)
-    config = ClassifierTrainConfig.build(c.classifier_preset, overrides=overrides)
-    params = {"data": str(classifier_data_file(c)), "output": c.run / "classifier"}
+    preset = c.classifier.get("preset")
+    wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}
+    config = stage_config(c, "classifier", ClassifierTrainConfig, **wired)
+    params = {"data": str(c.run / "training-pairs" / "pairs.jsonl"), "output": c.run / "classifier"}
     shell = {"resume": '$( [ -f "$RUN/classifier/training/checkpoints/last.ckpt" ] && echo --resume )'}
-    return Step(("train-classifier",), config, params, c.classifier_preset, shell)
-
-
-def rl_resume(folder: str) -> str:
-    """rl-train refuses --resume without a checkpoint (and a fresh run over one): resume only what an interrupted
-    run left."""
-    return f'$( ls -d "$RUN"/{folder}/checkpoint-* >/dev/null 2>&1 && echo --resume )'
-
-
-def rl_step(c: PipelineConfig, classifier_urls: tuple[str, ...] = (), grpo: bool = False) -> Step:
-    """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
-    only; the classifier then only measures distinct per group for the training curves."""
-    from darling.rl.config import RLTrainConfig
-
-    options = {
-        "max_steps": c.rl_steps,
-        "limit": c.rl_limit,
-        "max_completion_length": c.rl_max_completion_length,
-        "threads": c.threads,
-    }
-    overrides = {k: v for k, v in options.items() if v is not None}  # unset: the preset's value
-    folder = "rl-grpo" if grpo else "rl"
-    overrides.update(output=c.run / folder, classifier=c.run / "classifier", save_steps=c.rl_save_steps, seed=c.seed)
-    if classifier_urls:
-        overrides["classifier_urls"] = list(classifier_urls)
-    overrides.update(c.rl_options)
-    if grpo:
-        overrides["diversity"] = False
-    config = RLTrainConfig.build(c.rl_preset, overrides=overrides)
-    return Step(("rl-train",), config, {}, c.rl_preset, {"resume": rl_resume(folder)})
-
-
-def eval_math_steps(c: PipelineConfig) -> dict[str, Step]:
-    from darling.evals.config import MathEvalConfig
-
-    steps = {}
-    for name in eval_models(c):
-        config = MathEvalConfig(
-            output=c.run / "eval-math" / name,
-            problems=list(c.eval_problems),
-            generators=input_files(c)[f"eval_generators:{name}"],
-            n=c.eval_n,
-            temperature=c.eval_temperature,
-            top_p=0.95,
-            max_tokens=c.eval_max_tokens,
-            seed=c.seed,
-            limit=c.eval_limit,
-            **_engine(c.eval_engine, c),
-        )
-        steps[name] = Step(("eval", "math"), config)
-    return steps
-
-
-def eval_novelty_steps(c: PipelineConfig) -> dict[str, Step]:
-    from darling.evals.config import NoveltyConfig
-
-    steps = {}
-    for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
-        config = NoveltyConfig(
-            output=c.run / "eval-novelty" / name,
-            prompts=novelty_prompts(c),
-            model=model,
-            k=c.novelty_k,
-            temperature=c.novelty_temperature,
-            max_tokens=c.novelty_max_tokens,
-            limit=c.novelty_limit,
-            seed=c.seed,
-            classifier=str(c.run / "classifier"),
-            **_engine(c.novelty_engine, c),
-        )
-        steps[name] = Step(("eval", "novelty"), config)
-    return steps
-
-
-# The GPU chain serves its classifier on two replicas (GPUs 6-7) for the 6 training GPUs.
-SERVED_URLS = ("http://127.0.0.1:8000", "http://127.0.0.1:8001")
+    processes = process_count(config.devices)
+    launcher = ["torchrun", "--standalone", "--nproc-per-node", str(processes)] if processes > 1 else []
+    explicit = shown(c, wired, "classifier")
+    return Step("classifier", ("train-classifier",), config, params, preset, shell, launcher, explicit)
 
 
 def serve_step(c: PipelineConfig) -> Step:
-    from darling.classifier.serve import ServeConfig
+    wired = {"model": c.run / "classifier", "ready_file": c.run / "rl" / SERVERS_FILE}
+    config = ServeConfig.build(overrides={**table_values(c, "serve"), **wired})
+    return Step("serve-classifier", ("serve-classifier",), config, explicit=shown(c, wired, "serve"))
 
-    return Step(("serve-classifier",), ServeConfig(model=c.run / "classifier", replicas=2, gpus="6,7", port=8000))
+
+def classifier_urls(c: PipelineConfig) -> list[str]:
+    serve = serve_step(c).config
+    return [f"http://{serve.host}:{serve.port + k}" for k in range(serve.replicas)]
+
+
+def rl_resume(folder: str) -> str:
+    """rl-train refuses --resume without a checkpoint (and a fresh run over one): resume what an interrupted run
+    left, if anything."""
+    return f'$( ls -d "$RUN"/{folder}/checkpoint-* >/dev/null 2>&1 && echo --resume )'
+
+
+def rl_step(c: PipelineConfig, grpo: bool = False) -> Step:
+    """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
+    only, plus what ``[rl_grpo]`` changes; the classifier then only measures distinct per group for the logs."""
+    folder = "rl-grpo" if grpo else "rl"
+    preset = c.rl.get("preset")
+    wired: dict[str, Any] = {
+        "output": c.run / folder,
+        "classifier": c.run / "classifier",
+        "seed": c.seed,
+        "diversity": not grpo,
+        "prune_checkpoints": not c.keep_checkpoints,
+        **threads(c, RLTrainConfig),
+    }
+    if c.serve_classifier:
+        wired["classifier_urls"] = classifier_urls(c)
+    own = table_values(c, "rl_grpo") if grpo else {}
+    config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
+    launcher: list[str] = []
+    if c.rl_accelerate:
+        env = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
+        accelerate = ["accelerate", "launch", "--config_file", str(input_path(c, "accelerate.yaml"))]
+        launcher = [*env, *accelerate, "--num_processes", str(c.rl_processes)]
+    explicit = shown(c, wired, "rl", *(["rl_grpo"] if grpo else []))
+    return Step(folder, ("rl-train",), config, {}, preset, {"resume": rl_resume(folder)}, launcher, explicit)
+
+
+def eval_models(c: PipelineConfig) -> dict[str, str]:
+    """Before RL, after DARLING and (with grpo_baseline) after GRPO: name -> model (hub name, alias or path)."""
+    models = {BASE: rl_step(c).config.policy, DARLING: str(c.run / "rl" / "final")}
+    if c.grpo_baseline:
+        models[GRPO] = str(c.run / "rl-grpo" / "final")
+    return models
+
+
+def eval_math_steps(c: PipelineConfig) -> list[Step]:
+    steps = []
+    for name in eval_models(c):
+        wired = {
+            "output": c.run / "eval-math" / name,
+            "generators": input_path(c, f"eval-math-{name}.json"),
+            "seed": c.seed,
+            **threads(c, MathEvalConfig),
+        }
+        config = stage_config(c, "eval_math", MathEvalConfig, **wired)
+        steps.append(Step(f"eval-math-{name}", ("eval", "math"), config, explicit=shown(c, wired, "eval_math")))
+    return steps
+
+
+def eval_novelty_steps(c: PipelineConfig) -> list[Step]:
+    steps = []
+    for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
+        wired = {
+            "output": c.run / "eval-novelty" / name,
+            "model": model,
+            "classifier": str(c.run / "classifier"),
+            "seed": c.seed,
+            **threads(c, NoveltyConfig),
+        }
+        config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
+        explicit = shown(c, wired, "eval_novelty")
+        steps.append(Step(f"eval-novelty-{name}", ("eval", "novelty"), config, explicit=explicit))
+    return steps
+
+
+def compare_step(c: PipelineConfig) -> Step:
+    """DARLING against GRPO (with grpo_baseline) and the base policy, from the evaluations' generations and the
+    training logs. Its quality is the RL runs' own where that is an open-ended one (naming prompts), else eval
+    novelty's."""
+    rl = rl_step(c).config
+    names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
+    runs = {DARLING: "rl", GRPO: "rl-grpo"}
+    quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
+    wired = {
+        "output": c.run / "compare",
+        "novelty": [f"{n}={c.run / 'eval-novelty' / n}" for n in names],
+        "math": [f"{n}={c.run / 'eval-math' / n}" for n in names],
+        "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
+        "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
+        "seed": c.seed,
+    }
+    defaults = {"quality": quality, "max_words": rl.max_words}
+    config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
+    return Step("compare", ("eval", "compare"), config, explicit=shown(c, wired, "compare"))

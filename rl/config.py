@@ -2,9 +2,11 @@
 ``rl/presets/`` (keys are field names). Precedence: preset < ``--config`` file < flags and ``--set``
 (``darling.core.config``).
 
-The paper's choices are the defaults: rewards centred per group without std scaling (Eq. 6, set in
-``darling.rl.train``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``diversity=False`` runs
-the GRPO baseline with identical settings (quality only, no classifier calls).
+The paper's choices are the defaults: rewards centred per group without std scaling (Eq. 6,
+``scale_rewards="none"``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``diversity=False`` runs
+the GRPO baseline with identical settings (quality only, no classifier calls). Any other field of TRL's
+``GRPOConfig`` is reachable through ``grpo`` (``--set grpo.vllm_importance_sampling_correction=false``), applied
+after the command's own; a key the command already has a field for is refused, so each value has one place.
 """
 
 from __future__ import annotations
@@ -19,6 +21,36 @@ from darling.rl.quality import QUALITIES
 from darling.rl.reward import NORMS, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
+# The official math runs' prompt (verl's math preprocessing, used by DARLING's math scripts) for base models
+# with long reasoning: the problem, then this instruction, in one user turn under the chat template.
+PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
+SCALE_REWARDS = ("none", "group", "batch")
+REPORT_TO = ("none", "tensorboard", "wandb")
+# GRPOConfig fields rl-train sets from its own fields: set them there, not through ``grpo``.
+OWN_GRPO_FIELDS = {
+    "output_dir": "output",
+    "per_device_train_batch_size": "per_device_train_batch_size",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "steps_per_generation": "steps_per_generation",
+    "num_generations": "num_generations",
+    "max_completion_length": "max_completion_length",
+    "temperature": "temperature",
+    "learning_rate": "learning_rate",
+    "max_steps": "max_steps",
+    "scale_rewards": "scale_rewards",
+    "loss_type": "loss_type",
+    "beta": "beta",
+    "use_vllm": "use_vllm",
+    "vllm_mode": "vllm_mode",
+    "vllm_server_host": "vllm_server_host",
+    "vllm_server_port": "vllm_server_port",
+    "bf16": "bf16",
+    "use_cpu": "use_cpu",
+    "save_steps": "save_steps",
+    "save_total_limit": "save_total_limit",
+    "report_to": "report_to",
+    "seed": "seed",
+}
 
 
 @dataclass(kw_only=True)
@@ -48,6 +80,11 @@ class RLTrainConfig(CommandConfig):
     classifier_threshold: float | None = option(
         None, aliases=("--threshold",), help="Override the classifier's exported decision threshold."
     )
+    classifier_device: str | None = option(
+        None,
+        help="Device of the in-process classifier (cpu, cuda, cuda:1); default: this rank's accelerator "
+        "(cuda:LOCAL_RANK) when there is one, else cpu.",
+    )
     quality: str = option(
         "math",
         choices=QUALITIES,
@@ -61,6 +98,11 @@ class RLTrainConfig(CommandConfig):
         help="Quality from a reward model (HF sequence classifier, one output; sigmoid of its score) "
         "instead of math-verify correctness.",
     )
+    reward_model_device: str | None = option(
+        None,
+        help="Device of the in-process quality model (the reward model, or relevant-short-answer's encoder); "
+        "default: this rank's accelerator when there is one, else cpu.",
+    )
     combine: str = option(
         "multiply",
         choices=("multiply", "add"),
@@ -70,8 +112,14 @@ class RLTrainConfig(CommandConfig):
     norm: str = option(
         "identity", choices=NORMS, help="Norm() of Eq. 5: identity, or minmax (rescaled within each group)."
     )
-    correct_only: bool = option(False, help="Partition only correct responses (math variant).")
-    floor: float = option(0.0, help="Lower bound on diversity (the reference's hidden 0.1); 0 = off.")
+    correct_only: bool = option(
+        False, help="Partition only correct responses (math variant; needs --floor > 0, see floor)."
+    )
+    floor: float = option(
+        0.0,
+        help="Lower bound on diversity: a correct answer in a class with every other correct one still scores "
+        "floor x quality, above a wrong one (the official math runs: 0.1); 0 = off.",
+    )
     # Sampling and optimisation (TRL's GRPOConfig).
     num_generations: int = option(4, aliases=("-n",), help="Rollouts per prompt (the group size).")
     per_device_train_batch_size: int = option(4, help="Completions per device per step.")
@@ -83,18 +131,45 @@ class RLTrainConfig(CommandConfig):
     temperature: float = option(1.0, help="Sampling temperature of the rollouts.")
     learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.")
     max_steps: int = option(4, help="Optimiser steps.")
-    loss_type: str = option("dr_grpo", help="TRL loss: dr_grpo (paper's, length-unbiased), grpo, dapo, bnpo, ...")
+    scale_rewards: str = option(
+        "none",
+        choices=SCALE_REWARDS,
+        help="Advantages: r - mean over the group (none: Eq. 6, DARLING's), divided by the group's (group) or the "
+        "batch's (batch) std (standard GRPO; the official GRPO baseline's).",
+    )
+    loss_type: str = option("dr_grpo", help="TRL loss: dr_grpo (length-unbiased), dapo (token mean), grpo, bnpo, ...")
     beta: float = option(0.0, help="KL coefficient (the paper: 0, no reference model).")
     use_vllm: bool = option(False, help="Generate the rollouts with vLLM inside TRL (GPUs).")
-    vllm_mode: str = option("colocate", choices=("colocate", "server"), help="TRL's vLLM mode.")
-    bf16: bool = option(False, help="bf16 mixed precision.")
+    vllm_mode: str = option(
+        "colocate",
+        choices=("colocate", "server"),
+        help="TRL's vLLM mode: colocate (vLLM in each training process; grpo.vllm_gpu_memory_utilization, "
+        "grpo.vllm_enable_sleep_mode, grpo.vllm_tensor_parallel_size), or server (a `trl vllm-serve` at "
+        "--vllm-server-host:--vllm-server-port, on GPUs of its own).",
+    )
+    vllm_server_host: str = option("127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.")
+    vllm_server_port: int = option(
+        8000, help="vllm_mode=server: its port (keep it apart from the classifier replicas' ports)."
+    )
+    bf16: bool = option(False, help="bf16 mixed precision; the policy then loads in bf16.")
     use_cpu: bool = option(True, help="Train on the CPU.")
     save_steps: int = option(1, help="Checkpoint interval (steps); --resume continues from the last.")
     save_total_limit: int | None = option(
         2, help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all."
     )
+    prune_checkpoints: bool = option(
+        False, help="Delete OUTPUT/checkpoint-* once OUTPUT/final is saved (a finished run needs none of them)."
+    )
+    report_to: list[str] = option(
+        factory=lambda: ["none"], help="Where TRL logs: none, tensorboard, wandb (repeatable)."
+    )
     seed: int = option(0, help="Seed of TRL's sampling and data order.")
     threads: int | None = option(1, help="torch CPU threads; none = torch's default.")
+    grpo: dict[str, Any] = option(
+        factory=dict,
+        flag=False,
+        help="Any other field of TRL's GRPOConfig (--set grpo.FIELD=VALUE), applied after the command's own.",
+    )
 
     def check(self) -> None:
         if self.diversity and self.classifier is None:
@@ -108,6 +183,20 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
         if not 0.0 <= self.floor <= 1.0:
             raise UserInputError(f"floor must be in [0, 1], got {self.floor}")
+        if self.correct_only and self.floor == 0 and self.diversity:
+            # Every correct answer of a group in one class would score 0, as the wrong ones do: the group would
+            # teach nothing about correctness (7 correct of one strategy + 1 wrong: all rewards 0).
+            raise UserInputError(
+                "correct_only with floor 0: when a group's correct answers all share one class they score 0, like "
+                "its wrong answers, and the group teaches nothing; set --floor > 0 (the official math runs: 0.1)"
+            )
+        unknown = sorted(set(self.report_to) - set(REPORT_TO))
+        if unknown:
+            raise UserInputError(f"report_to: unknown {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")
+        own = sorted(set(self.grpo) & set(OWN_GRPO_FIELDS))
+        if own:
+            flag = "--" + OWN_GRPO_FIELDS[own[0]].replace("_", "-")
+            raise UserInputError(f"grpo.{own[0]}: rl-train sets it from its own setting; use {flag}")
         per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
         if per_process % self.num_generations:
             # TRL scores each process's slice of the generation batch; a group split across two slices would be

@@ -33,6 +33,14 @@ class BatchReward:
         """Distinct classes per group (NoveltyBench's ``distinct``)."""
         return [len(set(c)) for c in self.classes]
 
+    @property
+    def groups_without_signal(self) -> int:
+        """Groups whose responses differ in quality but all got the same reward: the reward cannot tell the better
+        ones apart (e.g. every response in one class with floor 0, so all rewards are 0). Logged every step."""
+        return sum(
+            1 for q, r in zip(self.quality, self.rewards, strict=True) if len(set(q)) > 1 and max(r) - min(r) < 1e-12
+        )
+
 
 def darling_rewards(
     groups: Sequence[Sequence[str]],

@@ -54,7 +54,7 @@ class Relevance:
     """Cosine of mean-pooled, normalised embeddings of the prompt and the answer (clipped at 0), 0 for an
     answer that echoes the prompt; embedded with the packaged untrained MiniLM (``RELEVANCE_ENCODER``)."""
 
-    def __init__(self, encoder: str = RELEVANCE_ENCODER, batch_size: int = 64):
+    def __init__(self, encoder: str = RELEVANCE_ENCODER, batch_size: int = 64, device: str | None = None):
         from transformers import AutoTokenizer
 
         from darling.classifier.backbones import resolve_backbone
@@ -62,7 +62,7 @@ class Relevance:
 
         path = resolve_backbone(encoder)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = load_backbone_encoder(path).eval()
+        self.model = load_backbone_encoder(path).to(device or "cpu").eval()
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]):
@@ -80,8 +80,10 @@ class Relevance:
                     max_length=128,
                     return_tensors="pt",
                 )
+                batch = batch.to(self.model.device)
                 hidden = self.model(**batch).last_hidden_state
-                chunks.append(torch.nn.functional.normalize(pool(hidden, batch["attention_mask"], "mean"), dim=-1))
+                pooled = pool(hidden, batch["attention_mask"], "mean").float().cpu()
+                chunks.append(torch.nn.functional.normalize(pooled, dim=-1))
         return torch.cat(chunks)
 
     def __call__(self, prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
@@ -108,10 +110,11 @@ class RelevantShortAnswer:
         return [short_answer_quality(a, self.max_words) * r for a, r in zip(answers, relevance, strict=True)]
 
 
-def open_ended_quality(name: str, max_words: int = 4):
-    """``(prompts, answers) -> qualities`` for an open-ended quality by name (not ``math``)."""
+def open_ended_quality(name: str, max_words: int = 4, device: str | None = None):
+    """``(prompts, answers) -> qualities`` for an open-ended quality by name (not ``math``); ``device``: where
+    relevant-short-answer's encoder runs (default cpu)."""
     if name == "relevant-short-answer":
-        return RelevantShortAnswer(max_words)
+        return RelevantShortAnswer(max_words, Relevance(device=device))
     if name == "short-answer":
         return lambda prompts, answers: short_answer_qualities(answers, max_words)
     raise ValueError(f"{name!r} is not an open-ended quality (choose short-answer or relevant-short-answer)")

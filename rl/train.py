@@ -3,7 +3,9 @@
 The paper's choices are the defaults: rewards centred per group without std scaling
 (``scale_rewards="none"``, Eq. 6), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``).
 ``diversity=False`` runs the GRPO baseline with identical settings (quality only, no classifier calls).
-The settings are ``darling.rl.config.RLTrainConfig`` (presets: ``rl/presets/*.toml``).
+The settings are ``darling.rl.config.RLTrainConfig`` (presets: ``rl/presets/*.toml``); any other ``GRPOConfig``
+field comes from its ``grpo`` table. In-process reward models (the classifier, a reward model, the relevance
+encoder) run on this rank's accelerator unless told otherwise: in a multi-GPU launch each rank scores on its own GPU.
 """
 
 from __future__ import annotations
@@ -18,9 +20,25 @@ from darling.rl.config import RLTrainConfig
 from darling.rl.config import build_config as build_config
 
 SETTINGS_FILE = "darling-rl.json"
-# What a resumed run may change: where it writes, how far it goes, where the classifier is served, CPU threads.
-# Anything else (policy, data, reward, sampling, optimiser) would silently continue a different experiment.
-RESUME_MAY_CHANGE = frozenset({"output", "max_steps", "classifier_urls", "threads", "save_steps", "save_total_limit"})
+# What a resumed run may change: where it writes, how far it goes, where the classifier is served and the models
+# run, CPU threads, logging. Anything else (policy, data, reward, sampling, optimiser) would silently continue a
+# different experiment.
+RESUME_MAY_CHANGE = frozenset(
+    {
+        "output",
+        "max_steps",
+        "classifier_urls",
+        "classifier_device",
+        "reward_model_device",
+        "threads",
+        "save_steps",
+        "save_total_limit",
+        "prune_checkpoints",
+        "report_to",
+        "vllm_server_host",
+        "vllm_server_port",
+    }
+)
 
 
 def build_dataset(config: RLTrainConfig):
@@ -47,34 +65,61 @@ def build_dataset(config: RLTrainConfig):
 
 
 def build_scorer(config: RLTrainConfig):
-    """The in-process or vLLM-served classifier, either kind; the GRPO baseline gets one only to measure
-    distinct per group for the logs (None without --classifier)."""
+    """The in-process (on ``classifier_device``, default this rank's accelerator) or vLLM-served classifier,
+    either kind; the GRPO baseline gets one only to measure distinct per group for the logs (None without
+    --classifier)."""
     if config.classifier is None:
         return None
     from darling.classifier.loading import load_scorer
+    from darling.core.devices import rank_device
 
-    return load_scorer(config.classifier, config.classifier_urls, threshold=config.classifier_threshold)
+    device = None if config.classifier_urls else (config.classifier_device or rank_device())
+    return load_scorer(config.classifier, config.classifier_urls, threshold=config.classifier_threshold, device=device)
 
 
-def build_trainer(config: RLTrainConfig, dataset=None):
-    """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``)."""
-    import torch
-    from trl import GRPOConfig, GRPOTrainer
+def build_quality(config: RLTrainConfig):
+    """The quality signal: math-verify correctness, an open-ended quality, or a reward model (in process, on
+    ``reward_model_device``, default this rank's accelerator)."""
+    from darling.core.devices import rank_device
+    from darling.rl.trl_reward import OpenEndedQuality, RewardModelQuality, answer_quality
 
-    from darling.core.local_models import resolve_model
-    from darling.rl.trl_reward import DarlingRewardFunction, OpenEndedQuality, RewardModelQuality, answer_quality
-
-    config.validate()  # also a config changed after it was made
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    dataset = dataset if dataset is not None else build_dataset(config)
-    quality = answer_quality
+    device = config.reward_model_device or rank_device()
     if config.reward_model:
-        quality = RewardModelQuality(str(config.reward_model))
-    elif config.quality != "math":
-        quality = OpenEndedQuality(config.quality, config.max_words)
-    reward = DarlingRewardFunction(config.num_generations, build_scorer(config), config.darling(), quality)
-    args = GRPOConfig(
+        return RewardModelQuality(str(config.reward_model), device)
+    if config.quality != "math":
+        return OpenEndedQuality(config.quality, config.max_words, device)
+    return answer_quality
+
+
+def grpo_overrides(config: RLTrainConfig) -> dict:
+    """``config.grpo``, each key checked against this TRL's ``GRPOConfig`` (a typo is refused, not ignored)."""
+    from dataclasses import fields
+
+    from trl import GRPOConfig, __version__
+
+    known = {f.name for f in fields(GRPOConfig)}
+    unknown = sorted(set(config.grpo) - known)
+    if unknown:
+        raise UserInputError(f"grpo.{unknown[0]}: not a field of TRL {__version__}'s GRPOConfig")
+    return dict(config.grpo)
+
+
+def model_init_kwargs(config: RLTrainConfig, overrides: dict) -> dict:
+    """How TRL loads the policy: in bf16 when training in bf16 (TRL's own default is fp32, whatever the run's
+    precision), else fp32; ``grpo.model_init_kwargs`` adds to (or replaces) it."""
+    own = {"dtype": "bfloat16" if config.bf16 else "float32"}
+    given = overrides.get("model_init_kwargs") or {}
+    if isinstance(given, str):
+        given = json.loads(given)
+    return {**own, **given}
+
+
+def grpo_args(config: RLTrainConfig):
+    """TRL's ``GRPOConfig`` from the command's settings, then ``grpo``'s other fields."""
+    from trl import GRPOConfig
+
+    overrides = grpo_overrides(config)
+    own = dict(
         output_dir=str(config.output),
         per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
@@ -84,7 +129,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
         temperature=config.temperature,
         learning_rate=config.learning_rate,
         max_steps=config.max_steps,
-        scale_rewards="none",  # Eq. 6: r - mean, no std
+        scale_rewards=config.scale_rewards,  # none: Eq. 6, r - mean, no std
         loss_type=config.loss_type,
         beta=config.beta,
         use_vllm=config.use_vllm,
@@ -95,8 +140,29 @@ def build_trainer(config: RLTrainConfig, dataset=None):
         save_strategy="steps",
         save_steps=config.save_steps,
         save_total_limit=config.save_total_limit,
-        report_to="none",
+        report_to=config.report_to,
         seed=config.seed,
+        vllm_server_host=config.vllm_server_host,
+        vllm_server_port=config.vllm_server_port,
+    )
+    return GRPOConfig(**own, **{**overrides, "model_init_kwargs": model_init_kwargs(config, overrides)})
+
+
+def build_trainer(config: RLTrainConfig, dataset=None):
+    """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``)."""
+    import torch
+    from trl import GRPOTrainer
+
+    from darling.core.local_models import resolve_model
+    from darling.rl.trl_reward import DarlingRewardFunction
+
+    config.validate()  # also a config changed after it was made
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    args = grpo_args(config)  # a bad grpo.* key is refused before any model loads
+    dataset = dataset if dataset is not None else build_dataset(config)
+    reward = DarlingRewardFunction(
+        config.num_generations, build_scorer(config), config.darling(), build_quality(config)
     )
     trainer = GRPOTrainer(model=resolve_model(config.policy), reward_funcs=[reward], args=args, train_dataset=dataset)
     trainer.darling_reward = reward
@@ -162,6 +228,7 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     dataset = None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched or a model loads
         dataset = build_dataset(config)
+        grpo_overrides(config)
         if config.classifier is not None:
             from darling.classifier.export import read_export_meta
 
@@ -181,4 +248,22 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
 
         history = json.dumps(trainer.state.log_history, indent=2, default=str) + "\n"
         atomic_write_bytes(Path(config.output) / LOG_FILE, history.encode())
+        if config.prune_checkpoints:
+            prune_checkpoints(Path(config.output))
     return trainer
+
+
+def prune_checkpoints(output: Path) -> list[str]:
+    """Delete ``checkpoint-*`` once ``final`` is saved: each is renamed first (atomic), so a resume never sees half
+    a checkpoint; a prune cut short leaves ``.pruned-*`` folders, which the next prune removes."""
+    import shutil
+
+    for leftover in output.glob(".pruned-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    pruned = []
+    for ckpt in checkpoints(output):
+        target = output / f".pruned-{ckpt.name}"
+        ckpt.rename(target)
+        shutil.rmtree(target)
+        pruned.append(ckpt.name)
+    return pruned

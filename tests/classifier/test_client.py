@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from darling.classifier import ClassifierServerError, ClassifyClient
-from darling.classifier.serving import free_port
+from darling.core.vllm_server import free_port
 
 
 class FaultServer:

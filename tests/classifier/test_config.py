@@ -10,8 +10,11 @@ def test_paper_preset_is_the_paper_schedule():
     assert cfg.backbone == "Qwen/Qwen3-Embedding-4B"
     assert cfg.max_tokens_per_response == 2048
     assert (cfg.learning_rate, cfg.min_learning_rate, cfg.warmup_steps, cfg.max_steps) == (2e-5, 2e-6, 10, 80)
-    assert cfg.batch_size * cfg.accumulate_grad_batches == 64
-    assert cfg.precision == "bf16-mixed"
+    # 64 pairs per optimiser step whatever the number of GPUs: 8 accumulated on each of 8, 64 on one
+    assert cfg.global_batch_size == 64 and (cfg.accumulation(8), cfg.accumulation(1)) == (8, 64)
+    assert cfg.precision == "bf16-mixed" and cfg.strategy == "fsdp" and cfg.max_grad_norm is None
+    with pytest.raises(UserInputError, match="strategy fsdp needs GPUs"):
+        build_config("paper", overrides={"accelerator": "cpu"})
 
 
 def test_precedence_preset_then_file_then_overrides(tmp_path):

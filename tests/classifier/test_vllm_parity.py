@@ -10,53 +10,60 @@ import random
 
 import numpy as np
 import pytest
-from helpers import save_tiny_bert_backbone, save_tiny_qwen3_backbone, synthetic_pairs, vllm_python, write_jsonl
+from helpers import save_tiny_qwen3_backbone, synthetic_pairs, tiny_export, vllm_python
 
 from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
-from darling.classifier.config import build_config
-from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
-from darling.classifier.train import train_classifier
+from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 
 pytestmark = pytest.mark.vllm
 
 
-@pytest.fixture(scope="module", params=["qwen3", "bert"])
-def exported(request, tmp_path_factory, qwen_tokenizer, minilm_path):
-    """The paper's architecture (Qwen3, last-token pooling) and the cpu preset's (BERT, CLS pooler)."""
-    tmp = tmp_path_factory.mktemp(f"parity-{request.param}")
-    if request.param == "qwen3":
-        backbone = save_tiny_qwen3_backbone(tmp / "backbone", qwen_tokenizer)
-    else:
-        backbone = save_tiny_bert_backbone(tmp / "backbone", minilm_path)
-    data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
-    cfg = build_config(
-        "cpu-cross",  # the cross-encoder kind (the cpu preset is a bi-encoder)
-        overrides=dict(
-            backbone=str(backbone),
-            max_steps=3,
-            batch_size=8,
-            max_tokens_per_response=200,
-            val_fraction=0.25,
-            learning_rate=1e-3,
-            symmetric=True,
-            freeze_layers=0,
-        ),
+def _served(tmp_path_factory, export, runner: str):
+    import json
+
+    max_length = json.loads((export / "darling.json").read_text())["max_length"]
+    return VLLMServer(
+        export,
+        python=vllm_python(),
+        dtype="float32",
+        max_model_len=max_length,
+        runner=runner,
+        extra_args=CPU_SERVER_ARGS,
+        env=cpu_server_env(tmp_path_factory.mktemp(f"vllm-{runner}-cache")),
     )
-    return train_classifier(cfg, data, tmp / "clf", progress=False).output
 
 
 @pytest.fixture(scope="module")
-def server(exported, tmp_path_factory):
-    srv = VLLMServer(
-        exported,
-        python=vllm_python(),
-        dtype="float32",
-        max_model_len=512,
-        extra_args=CPU_SERVER_ARGS,
-        env=cpu_server_env(tmp_path_factory.mktemp("vllm-cache")),
-    )
-    with srv:
-        yield srv
+def qwen3_exports(tmp_path_factory, qwen_tokenizer, tiny_qwen_dir) -> dict[str, object]:
+    """The paper's architecture: a tiny Qwen3 with the Qwen vocabulary, as a cross-encoder (CLS/SEP are
+    <|im_start|>/<|im_end|>) and as a bi-encoder (last-token pooling, served under its causal-LM name)."""
+    tmp = tmp_path_factory.mktemp("parity-qwen3")
+    backbone = save_tiny_qwen3_backbone(tmp / "backbone", qwen_tokenizer)
+    return {
+        "cross-encoder": tiny_export(tmp / "cross", backbone, "cross-encoder"),
+        "bi-encoder": tiny_export(tmp / "bi", tiny_qwen_dir, "bi-encoder"),
+    }
+
+
+@pytest.fixture(scope="module", params=["qwen3", "bert"])
+def exported_and_server(request, tmp_path_factory, qwen3_exports, bert_exports, bert_servers):
+    """(cross-encoder export, its server): Qwen3 served here, BERT shared with the other served tests."""
+    if request.param == "bert":
+        yield bert_exports["cross-encoder"], bert_servers["cross-encoder"]
+        return
+    with _served(tmp_path_factory, qwen3_exports["cross-encoder"], "classify") as server:
+        yield qwen3_exports["cross-encoder"], server
+
+
+@pytest.fixture(scope="module", params=["qwen3", "bert"])
+def bi_exported_and_server(request, tmp_path_factory, qwen3_exports, bert_exports, bert_servers):
+    """(bi-encoder export, its server): Qwen3 (last-token pooling) served here, BERT (mean pooling, read by vLLM
+    from the export's sentence-transformers files) shared."""
+    if request.param == "bert":
+        yield bert_exports["bi-encoder"], bert_servers["bi-encoder"]
+        return
+    with _served(tmp_path_factory, qwen3_exports["bi-encoder"], "embed") as server:
+        yield qwen3_exports["bi-encoder"], server
 
 
 def parity_pairs() -> list[tuple[str, str]]:
@@ -75,7 +82,8 @@ def parity_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def test_served_probabilities_equal_in_process(exported, server):
+def test_served_probabilities_equal_in_process(exported_and_server):
+    exported, server = exported_and_server
     pairs = parity_pairs()
     assert len(pairs) >= 36
     local = EquivalenceClassifier.from_pretrained(exported)
@@ -90,8 +98,9 @@ def test_served_probabilities_equal_in_process(exported, server):
     assert np.abs(in_process[:, 1] - in_process[:, 1].mean()).max() > 1e-3  # not a constant model
 
 
-def test_served_scorer_matches_in_process_scorer_across_replicas(exported, server):
+def test_served_scorer_matches_in_process_scorer_across_replicas(exported_and_server):
     """Same decision API, both orders averaged, requests spread over two 'replicas' (one server twice)."""
+    exported, server = exported_and_server
     pairs = parity_pairs()
     local = EquivalenceClassifier.from_pretrained(exported)
     with ClassifyClient([server.base_url, server.base_url + "/"], batch_size=8) as client:
@@ -101,50 +110,9 @@ def test_served_scorer_matches_in_process_scorer_across_replicas(exported, serve
         assert (served.is_equivalent(pairs) == local.is_equivalent(pairs)).mean() >= 0.95
 
 
-@pytest.fixture(scope="module", params=["qwen3", "bert"])
-def bi_exported(request, tmp_path_factory, tiny_qwen_dir, tiny_bert_dir):
-    """Bi-encoder exports: Qwen3 (last-token pooling, served under its causal-LM name with --convert embed)
-    and BERT (mean pooling read by vLLM from the export's sentence-transformers files)."""
-    tmp = tmp_path_factory.mktemp(f"bi-parity-{request.param}")
-    backbone = tiny_qwen_dir if request.param == "qwen3" else tiny_bert_dir
-    data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
-    cfg = build_config(
-        "cpu",
-        overrides=dict(
-            kind="bi-encoder",
-            backbone=str(backbone),
-            max_steps=3,
-            batch_size=8,
-            max_tokens_per_response=200,
-            val_fraction=0.25,
-            learning_rate=1e-3,
-            freeze_layers=0,
-        ),
-    )
-    return train_classifier(cfg, data, tmp / "clf", progress=False).output
-
-
-@pytest.fixture(scope="module")
-def bi_server(bi_exported, tmp_path_factory):
-    import json
-
-    max_length = json.loads((bi_exported / "darling.json").read_text())["max_length"]
-    cache = cpu_server_env(tmp_path_factory.mktemp("vllm-bi-cache"))
-    srv = VLLMServer(
-        bi_exported,
-        python=vllm_python(),
-        dtype="float32",
-        max_model_len=max_length,
-        runner="embed",
-        extra_args=CPU_SERVER_ARGS,
-        env=cache,
-    )
-    with srv:
-        yield srv
-
-
-def test_served_bi_encoder_equals_in_process(bi_exported, bi_server):
+def test_served_bi_encoder_equals_in_process(bi_exported_and_server):
     """Embeddings from vLLM (the project's token ids, never text) and P(equivalent) from them, vs in-process."""
+    bi_exported, bi_server = bi_exported_and_server
     from darling.classifier import BiEncoderClassifier, EmbedClient, ServedBiEncoderClassifier
 
     pairs = parity_pairs()
@@ -165,8 +133,9 @@ def test_served_bi_encoder_equals_in_process(bi_exported, bi_server):
     assert np.abs(local_p - local_p.mean()).max() > 1e-3  # not a constant model
 
 
-def test_served_bi_encoder_partitions_like_in_process_across_replicas(bi_exported, bi_server):
+def test_served_bi_encoder_partitions_like_in_process_across_replicas(bi_exported_and_server):
     """Whole groups: one embedding call spread over two 'replicas' (one server twice), same classes."""
+    bi_exported, bi_server = bi_exported_and_server
     from darling.classifier import load_scorer
     from darling.rl.partition import partition_texts
 

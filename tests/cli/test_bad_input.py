@@ -2,9 +2,11 @@
 user runs them; generator lists, configs, exports, rollouts folders and judge inputs: test_bad_input_files.py.
 
 Each case: exit code 2, exactly one line on stderr naming the file (and the line or row and field where there
-is one), no traceback, and the --output folder never created. Pairs, problems and prompts go through one
-reader (darling.core.readers), so the whole set of broken JSONL/Parquet/folder inputs is tried on the first
-command of each kind and the two the issue found on every other command that reads the same kind.
+is one), no traceback, and the --output folder never created. The corpus calls the real command line in this
+process (`darling_in_process`: ~1 s of interpreter start-up saved per case); a case per command of it runs as a
+real process (`test_as_a_user_runs_it`). Pairs, problems and prompts go through one reader
+(darling.core.readers), so the whole set of broken JSONL/Parquet/folder inputs is tried on the first command
+of each kind and the two the issue found on every other command that reads the same kind.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import assert_one_line_error, darling, write_jsonl
+from helpers import assert_one_line_error, darling, darling_in_process, write_jsonl
 
 GOOD_PAIR = {"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 1}
 GOOD_PROBLEM = {"problem": "What is 1 + 1?", "answer": "2"}
@@ -263,6 +265,16 @@ RECORD_CASES = [
 def test_malformed_record_file(tmp_path, command, malformed):
     kind, argv = RECORD_COMMANDS[command]
     path, fragments = RECORD_FILES[malformed](tmp_path, kind)
+    out = tmp_path / "out"
+    assert_one_line_error(darling_in_process(*argv(tmp_path, path, out)), *fragments)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", list(RECORD_COMMANDS))
+def test_as_a_user_runs_it(tmp_path, command):
+    """One malformed file per command through a real `darling` process: exit code 2, one line, no traceback."""
+    kind, argv = RECORD_COMMANDS[command]
+    path, fragments = RECORD_FILES["not_utf8"](tmp_path, kind)
     out = tmp_path / "out"
     assert_one_line_error(darling(*argv(tmp_path, path, out)), *fragments)
     assert not out.exists()

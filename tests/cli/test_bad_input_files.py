@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import assert_one_line_error, darling, write_jsonl
+from helpers import assert_one_line_error, darling, darling_in_process, write_jsonl
 
 from darling.core.schemas import PAIR_COLUMNS
 
@@ -246,11 +246,11 @@ OTHER_CASES: dict[str, Callable[[Path], tuple[list, list[str]]]] = {
         [str(m), "not a darling classifier export"],
     ),
     "serve-classifier --model | no darling.json": lambda t: (
-        ["serve-classifier", "--model", m := export_dir(t, None), "--cpu"],
+        ["serve-classifier", "--model", m := export_dir(t, None), "--devices", "cpu"],
         [str(m), "no darling.json"],
     ),
     "serve-classifier --model | darling.json not an object": lambda t: (
-        ["serve-classifier", "--model", m := export_dir(t, '"clf"'), "--cpu"],
+        ["serve-classifier", "--model", m := export_dir(t, '"clf"'), "--devices", "cpu"],
         [str(m / "darling.json"), "expected a JSON object"],
     ),
     "eval novelty --classifier | darling.json not an object": lambda t: (
@@ -334,7 +334,7 @@ OTHER_CASES: dict[str, Callable[[Path], tuple[list, list[str]]]] = {
 def test_malformed_input(tmp_path, case):
     argv, fragments = OTHER_CASES[case](tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert_one_line_error(darling(*argv), *fragments)
+    assert_one_line_error(darling_in_process(*argv), *fragments)
     assert not (tmp_path / "out").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written beside the inputs either
 
@@ -360,6 +360,10 @@ def test_a_generator_entry_may_set_every_field(tmp_path):
         "temperature": 1,
         "top_p": 0.9,
         "max_tokens": 8,
+        "tensor_parallel_size": 4,
+        "data_parallel_size": 2,
+        "max_model_len": 4096,
+        "gpu_memory_utilization": 0.85,
     }
     assert set(full) == set(GeneratorSpec.__dataclass_fields__)  # a new field needs its check in the loader
     (spec,) = load_generator_config(write(tmp_path, "g.yaml", json.dumps({"generators": [full]})))

@@ -140,22 +140,35 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
     from darling.cli.main import app
 
     calls = []
-    server = SimpleNamespace(base_url="http://127.0.0.1:9", log_path="log", process=None)
-    monkeypatch.setattr(serve, "start_replicas", lambda *args: calls.append(args) or [server])
+    server = SimpleNamespace(base_url="http://127.0.0.1:9", log_path="log", process=None, dtype="float32")
+    monkeypatch.setattr(serve, "start_replicas", lambda config: calls.append(config) or [server])
     monkeypatch.setattr(serve, "stop_all", lambda servers: calls.append(("stopped", servers)))
+    monkeypatch.setattr(serve, "stop_on_sigterm", lambda: None)
     monkeypatch.setattr(serve, "sample_pairs", lambda: [("a", "b")])
-    report = SimpleNamespace(ok=True, pairs=1, max_abs_diff=0.0, decisions_agree=1)
+    report = SimpleNamespace(ok=True, pairs=1, max_abs_diff=0.0, decisions_agree=1, tolerance=1e-3, near_threshold=0)
     monkeypatch.setattr(serve, "parity_check", lambda model, urls, pairs: calls.append(("check", urls)) or report)
 
     result = CliRunner().invoke(app, ["serve-classifier", "--model", str(tmp_path), "--exit-after-check"])
     assert result.exit_code == 0, result.output
-    assert calls == [(tmp_path, 1, None, "127.0.0.1", 8000, None, False), ("stopped", [server])]
+    assert calls == [ServeConfig(model=tmp_path, exit_after_check=True), ("stopped", [server])]
     calls.clear()
-    flags = "--replicas 2 --port 0 --host 0.0.0.0 --gpus 6,7 --cpu --python /v/bin/python --check --exit-after-check"
-    result = CliRunner().invoke(app, ["serve-classifier", "--model", str(tmp_path), *flags.split()])
+    flags = "--replicas 2 --port 0 --host 0.0.0.0 --gpus 6,7 --dtype bfloat16 --python /v/bin/python --check"
+    result = CliRunner().invoke(
+        app, ["serve-classifier", "--model", str(tmp_path), *flags.split(), "--exit-after-check"]
+    )
     assert result.exit_code == 0, result.output
-    assert calls[0] == (tmp_path, 2, "/v/bin/python", "0.0.0.0", 0, ["6", "7"], True)
+    config = calls[0]
+    assert (config.replicas, config.port, config.host, config.gpu_ids(), config.dtype, config.python) == (
+        2,
+        0,
+        "0.0.0.0",
+        ["6", "7"],
+        "bfloat16",
+        "/v/bin/python",
+    )
     assert calls[1:] == [("check", [server.base_url]), ("stopped", [server])] and "parity OK: 1 pairs" in result.output
     assert ServeConfig.build(overrides={"model": "m"}) == ServeConfig(model=Path("m"))
     with pytest.raises(UserInputError, match="replicas must be >= 1, got 0"):
         ServeConfig(model=Path("m"), replicas=0)
+    with pytest.raises(UserInputError, match="3 replicas need 3 --devices, got 2"):
+        ServeConfig(model=Path("m"), replicas=3, devices="6,7")

@@ -18,10 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
-from darling.classifier.serving import cpu_server_env, free_port
 from darling.core.engines import ChatRequest, ChatResult, HFEngine, Sampling, VLLMEngine, make_engine
 from darling.core.errors import UserInputError
 from darling.core.openai_engine import OpenAIEngine
+from darling.core.vllm_server import cpu_server_env, free_port
 
 torch.set_num_threads(1)
 
@@ -92,8 +92,12 @@ def test_hf_refuses_regex(hf_engine):
 def test_make_engine_names_and_options():
     assert make_engine("hf").name == "hf"
     assert make_engine("openai", base_url="http://x/v1").url == "http://x/v1/chat/completions"
-    assert make_engine("vllm", tensor_parallel_size=2).name == "vllm"
-    with pytest.raises(UserInputError, match="hf, openai, vllm"):
+    assert make_engine("vllm-offline", tensor_parallel_size=2).name == "vllm-offline"
+    server_engine = make_engine("vllm", tensor_parallel_size=2, data_parallel_size=4, devices="0,1,2,3,4,5,6,7")
+    command = server_engine.server_for("smollm2").command()  # a server process per model, its settings on it
+    assert server_engine.name == "vllm" and command[command.index("--tensor-parallel-size") + 1] == "2"
+    assert command[command.index("--data-parallel-size") + 1] == "4" and "smollm2" in command
+    with pytest.raises(UserInputError, match="hf, openai, vllm, vllm-offline"):
         make_engine("llamacpp")
     with pytest.raises(UserInputError, match="engine hf"):
         make_engine("hf", base_url="http://x")
@@ -119,7 +123,21 @@ def test_engine_settings_become_the_chosen_engines_options():
         threads=1,
     )
     assert engine_options(EngineConfig(**settings)) == {"threads": 1}
-    assert engine_options(EngineConfig(engine="vllm", **settings)) == {"tensor_parallel_size": 2}
+    assert engine_options(EngineConfig(engine="vllm-offline", **settings)) == {"tensor_parallel_size": 2}
+    assert engine_options(EngineConfig(engine="vllm", **settings)) == {
+        "tensor_parallel_size": 2,
+        "data_parallel_size": 1,
+        "max_model_len": None,
+        "gpu_memory_utilization": None,
+        "devices": "auto",
+        "python": None,
+        "threads": 1,
+        "concurrency": 3,
+        "timeout": 9.0,
+        "max_retries": 0,
+    }
+    one_model = engine_options(EngineConfig(engine="vllm", **settings), {"tensor_parallel_size": 4, "max_model_len": 9})
+    assert (one_model["tensor_parallel_size"], one_model["max_model_len"]) == (4, 9)  # a generator's own settings
     assert engine_options(EngineConfig(engine="openai", **settings)) == {
         "base_url": "http://x/v1",
         "api_key_env": "K",
@@ -130,7 +148,7 @@ def test_engine_settings_become_the_chosen_engines_options():
     assert build_engine(EngineConfig(engine="openai", base_url="http://x/v1")).url == "http://x/v1/chat/completions"
     with pytest.raises(UserInputError, match="needs --base-url"):
         engine_options(EngineConfig(engine="openai"))
-    with pytest.raises(UserInputError, match="engine must be one of hf, openai, vllm"):
+    with pytest.raises(UserInputError, match="engine must be one of hf, openai, vllm, vllm-offline"):
         EngineConfig(engine="llamacpp")
     # Every generating command has exactly these fields, with this help (label's default engine is openai).
     own = {f.name: f.metadata["help"] for f in fields(EngineConfig)}
@@ -370,5 +388,5 @@ def test_vllm_offline_engine(smollm2_dir, tmp_path):
 def test_vllm_engine_without_vllm_is_a_user_error():
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here")
-    with pytest.raises(UserInputError, match=r"pip install 'darling\[vllm\]'"):
+    with pytest.raises(UserInputError, match=r"pip install 'darling\[gpu\]'"):
         VLLMEngine().run("smollm2", [], lambda r: None)

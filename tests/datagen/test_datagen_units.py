@@ -242,3 +242,52 @@ def test_comparing_an_astronomically_large_answer_does_not_hang():
     start = time.monotonic()
     assert answer_classes(["n!^{n!}", "5", "n!^{n!}"]) == [0, 1, 0]
     assert time.monotonic() - start < 60
+
+
+def test_each_generator_is_served_with_its_own_parallelism_and_memory(tmp_path):
+    """A generators file may give one model its own vLLM settings (a 7B model whose 28 attention heads split 4 ways,
+    a 32B one on 2 GPUs x 4 replicas); each gets a server process of its own with them, the others the run's."""
+    from darling.core.engine_config import engine_options
+    from darling.core.engines import make_engine
+    from darling.datagen.config import RolloutConfig, load_generator_config
+
+    listed = tmp_path / "generators.toml"
+    listed.write_text(
+        '[[generators]]\nname = "a"\nmodel = "Qwen/Qwen3-4B"\n\n'
+        '[[generators]]\nname = "b"\nmodel = "Qwen/Qwen2.5-Math-7B-Instruct"\ntensor_parallel_size = 4\n'
+        "data_parallel_size = 2\nmax_model_len = 4096\ngpu_memory_utilization = 0.85\n"
+    )
+    config = RolloutConfig(
+        problems="arithmetic",
+        output=tmp_path / "o",
+        generators=listed,
+        engine="vllm",
+        data_parallel_size=8,
+        devices="0,1,2,3,4,5,6,7",
+    )
+    commands = {}
+    for spec in load_generator_config(listed):
+        engine = make_engine("vllm", **engine_options(config, spec.engine_overrides()))
+        commands[spec.name] = engine.server_for(spec.engine_model).command()
+
+    def value(command: list[str], flag: str) -> str | None:
+        return command[command.index(flag) + 1] if flag in command else None
+
+    assert (value(commands["a"], "--tensor-parallel-size"), value(commands["a"], "--data-parallel-size")) == ("1", "8")
+    assert value(commands["a"], "--max-model-len") is None  # the model's own context length
+    b = commands["b"]
+    assert (value(b, "--tensor-parallel-size"), value(b, "--data-parallel-size"), value(b, "--max-model-len")) == (
+        "4",
+        "2",
+        "4096",
+    )
+    assert (
+        value(b, "--gpu-memory-utilization") == "0.85"
+        and value(b, "--served-model-name") == "Qwen/Qwen2.5-Math-7B-Instruct"
+    )
+    # Engine settings are not part of what defines the rows: serving a generator differently resumes the same run.
+    assert "tensor_parallel_size" not in json.dumps(config.identity())
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[generators]]\nname = "a"\nmodel = "m"\ntensor_parallel_size = 0\n')
+    with pytest.raises(UserInputError, match=r"generators\[0\]: field 'tensor_parallel_size' must be an integer >= 1"):
+        load_generator_config(bad)

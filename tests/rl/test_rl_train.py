@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import SCRIPTS, assert_one_line_error, darling, write_jsonl
+from helpers import assert_one_line_error, darling, write_jsonl
 
 from darling.core.errors import UserInputError
 from darling.rl.reward import DarlingConfig
@@ -31,8 +31,10 @@ def test_group_splitting_settings_are_refused(tmp_path):
         RLTrainConfig.build("cpu", overrides=dict(output=tmp_path))
 
 
-def test_two_darling_steps_on_smollm2(tmp_path, any_export, smollm2_dir):
-    """Either classifier kind: a bi-encoder export takes the embedding path (every response embedded once)."""
+def test_two_darling_steps_on_smollm2(tmp_path, minilm_export, smollm2_dir):
+    """A cross-encoder export (a bi-encoder's embedding path runs in the cpu pipeline chain, tests/pipeline, and in
+    tests/rl/test_rl_served.py's partitions)."""
+    any_export = minilm_export
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
     config = RLTrainConfig.build(
         "cpu",
@@ -178,60 +180,6 @@ def test_rewards_and_advantages_when_the_classifier_joins_responses(tmp_path, mi
             joined += len(set(group)) < 4
     assert joined > 0, seen  # some group really had responses joined, so diversity mattered
     assert any(a != 0 for adv in captured for a in adv)
-
-
-def test_two_processes_score_whole_groups(tmp_path, minilm_export, smollm2_dir):
-    """TRL computes rewards per process on its slice of the generation batch: with 2 CPU ranks each slice
-    must hold whole groups (the reward function raises otherwise) and the ranks must see different prompts."""
-    import json
-    import os
-    import socket
-    import subprocess
-    import sys
-
-    problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
-    script = SCRIPTS / "trl_ranks_script.py"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(script.parent)}
-    with socket.socket() as sock:  # a free port for the gloo rendezvous
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node",
-        "2",
-        "--master_addr",
-        "127.0.0.1",
-        "--master_port",
-        port,
-        str(script),
-        str(minilm_export),
-        str(problems),
-        str(tmp_path / "rl"),
-    ]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    assert run.returncode == 0, each_rank_error(run.stderr)
-    results = sorted(
-        (json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")),
-        key=lambda r: r["rank"],
-    )
-    assert [(r["rank"], r["world"]) for r in results] == [(0, 2), (1, 2)]
-    blocks = [block for r in results for call in r["blocks"] for block in call]
-    assert all(r["completions"] == 4 for r in results)  # one whole group of num_generations=4 per rank
-    assert len(blocks) == 2 and blocks[0] != blocks[1]  # the batch was really split between the ranks
-    assert {"darling/reward", "darling/diversity", "darling/classifier_pairs_saved"} <= set(results[0]["metrics"])
-    assert (tmp_path / "rl" / "checkpoint-1").is_dir()
-
-
-def each_rank_error(stderr: str) -> str:
-    """torchrun's stderr ends with the rank that was stopped, not the one that failed first: show both."""
-    parts = []
-    for rank in (0, 1):
-        lines = [line for line in stderr.splitlines() if line.startswith(f"[rank{rank}]:")]
-        parts.append(f"--- rank {rank} ---\n" + "\n".join(lines[-25:]))
-    errors = [line for line in stderr.splitlines() if "Error" in line][-10:]
-    return "\n".join([*parts, "--- lines naming an error ---", *errors, "--- end of stderr ---", stderr[-1500:]])
 
 
 def test_resume_skips_a_checkpoint_whose_save_was_cut_short(tmp_path):

@@ -123,6 +123,29 @@ def synthetic_pairs(n: int, seed: int = 0) -> list[dict]:
     return rows
 
 
+def tiny_export(tmp: Path, backbone: Path, kind: str) -> Path:
+    """An export of ``kind`` on a tiny random ``backbone``, trained 3 steps on synthetic pairs (a symmetric
+    cross-encoder: both orders averaged), 200 tokens per response: for parity and plumbing, never quality."""
+    from darling.classifier.config import build_config
+    from darling.classifier.train import train_classifier
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    data = write_jsonl(tmp / "pairs.jsonl", synthetic_pairs(48))
+    preset = "cpu-cross" if kind == "cross-encoder" else "cpu"
+    overrides = dict(
+        kind=kind,
+        backbone=str(backbone),
+        max_steps=3,
+        batch_size=8,
+        max_tokens_per_response=200,
+        val_fraction=0.25,
+        learning_rate=1e-3,
+        freeze_layers=0,
+        **({"symmetric": True} if kind == "cross-encoder" else {}),
+    )
+    return train_classifier(build_config(preset, overrides=overrides), data, tmp / "clf", progress=False).output
+
+
 DEFAULT_VLLM_PYTHON = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
 
 
@@ -152,6 +175,24 @@ def darling(*args, timeout: int = 900, cwd: Path | None = None, check: bool = Fa
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
+
+
+def darling_in_process(*args):
+    """The real command line (the `darling` app: its parsing, its checks, its one-line errors and exit codes) called
+    in this process, as a `subprocess.CompletedProcess`. For corpora of many bad inputs, where a process per case
+    would cost ~1 s of interpreter start-up each; every corpus also runs a few of its cases as real processes
+    (`darling`). An exception the command let escape is shown as the traceback a user would see."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from darling.cli.main import app
+
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(app, [str(a) for a in args])
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += f"Traceback (most recent call last):\n{type(result.exception).__name__}: {result.exception}\n"
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
 def assert_one_line_error(result, *fragments: str) -> None:

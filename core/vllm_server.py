@@ -1,13 +1,14 @@
 """Start and stop a vLLM server: an exported classifier (``--runner pooling --convert classify`` for a
-cross-encoder, ``--convert embed`` for a bi-encoder) or a chat model.
+cross-encoder, ``--convert embed`` for a bi-encoder) or a chat model (a generator, a judge, a policy).
 
-vLLM usually lives in its own environment (its torch/transformers pins differ from training's), so the
-server is started with that environment's Python (``python -m vllm.entrypoints.openai.api_server``;
-the console script of CPU builds cannot find its own package metadata). Binds 127.0.0.1 unless told.
+vLLM may live in its own environment (its torch/transformers pins can differ from training's), so the server is
+started with that environment's Python (``python -m vllm.entrypoints.openai.api_server``; the console script of
+CPU builds cannot find its own package metadata): ``default_vllm_python`` picks it. Binds 127.0.0.1 unless told.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -19,6 +20,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+
+def default_vllm_python() -> str:
+    """vLLM's Python: ``$DARLING_VLLM_PYTHON``; else this interpreter when its environment has vLLM (a GPU install,
+    ``darling[gpu]``); else the CPU build ``.ci/setup.sh`` makes (``$DARLING_VLLM_VENV``, default
+    ``~/.cache/darling/vllm-venv``); else this interpreter (and vLLM's own import error)."""
+    if os.environ.get("DARLING_VLLM_PYTHON"):
+        return os.environ["DARLING_VLLM_PYTHON"]
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    venv = Path(os.environ.get("DARLING_VLLM_VENV", Path.home() / ".cache/darling/vllm-venv")) / "bin/python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def cuda_available() -> bool:
+    """CUDA GPUs visible to this process (a CPU-only torch, or none, says no)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -33,7 +55,7 @@ class VLLMServer:
     python: str = sys.executable
     host: str = "127.0.0.1"
     port: int = 0
-    max_model_len: int = 1024
+    max_model_len: int | None = 1024  # None: the model's own context length
     dtype: str = "auto"
     extra_args: list[str] = field(default_factory=list)
     # "classify": a cross-encoder export; "embed": a bi-encoder export; "generate": a chat model (generator, judge)
@@ -60,8 +82,7 @@ class VLLMServer:
             str(self.port),
             *(["--runner", "pooling", "--convert", self.runner] if self.runner in ("classify", "embed") else []),
             *(["--served-model-name", self.served_model_name] if self.served_model_name else []),
-            "--max-model-len",
-            str(self.max_model_len),
+            *(["--max-model-len", str(self.max_model_len)] if self.max_model_len else []),
             "--dtype",
             self.dtype,
             *self.extra_args,
@@ -84,7 +105,15 @@ class VLLMServer:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
+    def failure(self) -> str:
+        """Why the server stopped, in one line: the last error its log names, and where the log is."""
+        lines = [line.strip() for line in self.log_tail(400).splitlines()]
+        errors = [line for line in lines if "Error:" in line or "error:" in line]
+        return f"{errors[-1] if errors else 'see its log'} (log: {self.log_path})"
+
     def wait_healthy(self, timeout: float = 300.0) -> VLLMServer:
+        if self.process is None:
+            raise RuntimeError("wait_healthy() before start()")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -1,0 +1,263 @@
+"""``darling eval compare``: policies side by side (DARLING against its GRPO baseline and the base policy), from
+what their runs saved: ``eval novelty``'s generations, ``eval math``'s graded samples and the RL training logs.
+
+Every figure is recomputed here from the stored generations, per prompt: ``distinct`` from the partition's class
+ids (eval novelty's partition), ``distinct_answers`` from the texts alone (normalised exact match, no classifier),
+``quality`` (eval novelty's own, or an open-ended quality of ``darling.rl.quality``) and ``short`` (the share of
+answers of at most ``max_words`` words); per math problem, unbiased pass@k. A difference between two policies is
+paired (the same prompts or problems, the same sampling seeds) with a percentile bootstrap over prompts or problems.
+Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``OUTPUT/curves.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darling.core.config import CommandConfig, option
+from darling.core.errors import UserInputError
+
+N_BOOT = 2000
+METRICS = ("distinct", "distinct_answers", "quality", "short")
+CURVE_KEYS = {
+    "darling/reward": "reward",
+    "darling/quality": "quality",
+    "darling/distinct_per_group": "distinct (classifier)",
+    "darling/distinct_answers": "distinct answers",
+}
+EVAL_QUALITY = "eval"  # the quality eval novelty scored (a reward model's bucket, or 1 without one)
+
+
+@dataclass(kw_only=True)
+class CompareConfig(CommandConfig):
+    """Settings of ``darling eval compare``."""
+
+    output: Path = option(aliases=("-o",), help="Writes compare.json, report.md and curves.png.")
+    novelty: list[str] = option(
+        factory=list, help="NAME=DIR: a policy's `eval novelty` output (repeatable; all on the same prompts)."
+    )
+    math: list[str] = option(factory=list, help="NAME=DIR: the same policy's `eval math` output (repeatable).")
+    training: list[str] = option(factory=list, help="NAME=DIR: its `rl-train` output, for training curves.")
+    pairs: list[str] = option(
+        factory=list,
+        help="A:B: report A minus B (repeatable); default every pair, in the order the policies are named.",
+    )
+    quality: str = option(
+        EVAL_QUALITY,
+        help="Quality per response: eval (what eval novelty scored), short-answer or relevant-short-answer "
+        "(recomputed from the texts, as darling.rl.quality defines them).",
+    )
+    max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
+    ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
+    seed: int = option(0, help="Seed of the bootstrap.")
+
+    def check(self) -> None:
+        from darling.rl.quality import QUALITIES
+
+        if not (self.novelty or self.math):
+            raise UserInputError("give --novelty NAME=DIR and/or --math NAME=DIR for at least two policies")
+        allowed = (EVAL_QUALITY, *[q for q in QUALITIES if q != "math"])
+        if self.quality not in allowed:
+            raise UserInputError(f"--quality must be one of {', '.join(allowed)}, got {self.quality!r}")
+        for flag in ("novelty", "math", "training"):
+            named(getattr(self, flag), f"--{flag}", must_exist=False)
+        names = self.policy_names()
+        if len(names) < 2:
+            raise UserInputError(f"need at least two policies to compare, got {names}")
+        for a, b in self.difference_pairs():
+            if a not in names or b not in names:
+                raise UserInputError(f"--pairs {a}:{b}: both must be named by --novelty or --math ({names})")
+
+    def policy_names(self) -> list[str]:
+        both = [*named(self.novelty, "--novelty", must_exist=False), *named(self.math, "--math", must_exist=False)]
+        return list(dict.fromkeys(both))
+
+    def difference_pairs(self) -> list[tuple[str, str]]:
+        """``--pairs A:B`` as (A, B); by default every pair, in the order the policies are named."""
+        if not self.pairs:
+            names = self.policy_names()
+            return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+        out = []
+        for item in self.pairs:
+            a, sep, b = item.partition(":")
+            if not sep or not a.strip() or not b.strip():
+                raise UserInputError(f"--pairs expects A:B, got {item!r}")
+            out.append((a.strip(), b.strip()))
+        return out
+
+
+def named(items: list[str], flag: str, must_exist: bool = True) -> dict[str, Path]:
+    """``["darling=runs/a", ...]`` -> ``{"darling": Path("runs/a")}``; a malformed item, or (``must_exist``) a
+    folder that is not there, is one line."""
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, folder = item.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise UserInputError(f"{flag} {item!r}: expected NAME=DIR")
+        if must_exist and not Path(folder).is_dir():
+            raise UserInputError(f"{flag} {item!r}: {folder} is not a folder")
+        out[name.strip()] = Path(folder)
+    return out
+
+
+# -- eval novelty: per prompt ------------------------------------------------------------------------------------
+def per_prompt_figures(scores_file: Path, quality: str, max_words: int) -> dict[str, dict[str, float]]:
+    """``{prompt_id: {metric: value}}`` (METRICS) from one policy's ``scores.parquet``."""
+    import polars as pl
+
+    from darling.rl.quality import distinct_answers, open_ended_quality
+
+    if not scores_file.exists():
+        raise UserInputError(f"{scores_file}: no eval novelty scores (run `darling eval novelty` into that folder)")
+    frame = pl.read_parquet(scores_file).sort("prompt_id", "sample_index")
+    answers = [text.strip() for text in frame["response"].to_list()]
+    if quality == EVAL_QUALITY:
+        scores = [float(q) for q in frame["quality"].to_list()]
+    else:
+        scores = open_ended_quality(quality, max_words)(frame["prompt"].to_list(), answers)
+    frame = frame.with_columns(pl.Series("answer", answers), pl.Series("quality_score", scores, dtype=pl.Float64))
+    out = {}
+    for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
+        texts = group["answer"].to_list()
+        out[str(prompt_id)] = {
+            "distinct": float(group["class_id"].n_unique()),
+            "distinct_answers": float(distinct_answers(texts)),
+            "quality": float(np.mean(group["quality_score"].to_list())),
+            "short": float(np.mean([0 < len(t.split()) <= max_words for t in texts])),
+        }
+    return out
+
+
+def paired_difference(a: list[float], b: list[float], seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+    """Mean of ``a - b`` over prompts with a percentile bootstrap interval (prompts resampled together)."""
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if diff.size == 0:
+        return {"mean": None, "interval": None, "n": 0}
+    idx = np.random.default_rng(seed).integers(0, diff.size, (N_BOOT, diff.size))
+    means = diff[idx].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    interval = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+    return {"mean": float(diff.mean()), "interval": interval, "n": int(diff.size)}
+
+
+def compare_novelty(
+    folders: dict[str, Path], quality: str, max_words: int, pairs: list[tuple[str, str]], seed: int = 0
+) -> dict[str, Any]:
+    """Mean METRICS per policy over the prompts every policy completed, and the paired differences of ``pairs``
+    (``(a, b)``: a minus b) among the policies ``folders`` names."""
+    figures = {name: per_prompt_figures(f / "scores.parquet", quality, max_words) for name, f in folders.items()}
+    prompts = sorted(set.intersection(*(set(f) for f in figures.values()))) if figures else []
+    policies = {
+        name: {metric: float(np.mean([f[p][metric] for p in prompts])) if prompts else None for metric in METRICS}
+        for name, f in figures.items()
+    }
+    differences = {
+        f"{a} - {b}": {
+            m: paired_difference([figures[a][p][m] for p in prompts], [figures[b][p][m] for p in prompts], seed)
+            for m in METRICS
+        }
+        for a, b in pairs
+        if a in figures and b in figures
+    }
+    return {"prompts": len(prompts), "policies": policies, "differences": differences, "bootstrap": N_BOOT}
+
+
+# -- eval math: per problem --------------------------------------------------------------------------------------
+def compare_math(folders: dict[str, Path], ks: list[int], pairs: list[tuple[str, str]], seed: int = 0) -> dict:
+    """pass@k per policy over the problems every policy scored, and paired differences over problems."""
+    from darling.evals.math import pass_at_k, scored_problems
+
+    counts = {}
+    for name, folder in folders.items():
+        models = scored_problems(folder)
+        if len(models) != 1:
+            raise UserInputError(f"--math {name}={folder}: expected one model's generations, found {sorted(models)}")
+        counts[name] = next(iter(models.values()))
+    problems = sorted(set.intersection(*(set(c) for c in counts.values()))) if counts else []
+    n = min((counts[name][p][0] for name in counts for p in problems), default=0)
+    ks = sorted({k for k in ks if k <= n})
+    value = {name: {k: [pass_at_k(*c[p], k) for p in problems] for k in ks} for name, c in counts.items()}
+    return {
+        "problems": len(problems),
+        "n": n,
+        "policies": {
+            name: {f"pass@{k}": float(np.mean(v[k])) if problems else None for k in ks} for name, v in value.items()
+        },
+        "differences": {
+            f"{a} - {b}": {f"pass@{k}": paired_difference(value[a][k], value[b][k], seed) for k in ks}
+            for a, b in pairs
+            if a in value and b in value
+        },
+        "bootstrap": N_BOOT,
+    }
+
+
+# -- training curves ---------------------------------------------------------------------------------------------
+def training_curves(log_files: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
+    """Per run, per metric (CURVE_KEYS): the value at each logged optimiser step (TRL's ``log_history``)."""
+    curves: dict[str, dict[str, list[float]]] = {}
+    for name, path in log_files.items():
+        if not path.exists():
+            raise UserInputError(f"{path}: no training log (an rl-train output holds log_history.json)")
+        history = [h for h in json.loads(path.read_text()) if "darling/reward" in h]
+        curves[name] = {"step": [float(h["step"]) for h in history]}
+        for key, label in CURVE_KEYS.items():
+            curves[name][label] = [float(h[key]) for h in history if key in h]
+    return curves
+
+
+def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
+    """One figure, one panel per metric, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(CURVE_KEYS.values())
+    fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 3.2))
+    for ax, label in zip(axes, labels, strict=True):
+        for name, curve in curves.items():
+            if curve.get(label):
+                ax.plot(curve["step"][: len(curve[label])], curve[label], marker="o", label=name)
+        ax.set_title(label)
+        ax.set_xlabel("optimiser step")
+    axes[0].legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def compare(config: CompareConfig) -> dict[str, Any]:
+    """Everything the config names, compared: writes compare.json, report.md and curves.png; returns compare.json."""
+    from darling.core.shards import atomic_write_bytes
+    from darling.evals.compare_report import render_comparison
+
+    config.validate()
+    pairs = config.difference_pairs()
+    result: dict[str, Any] = {
+        "policies": config.policy_names(),
+        "pairs": [f"{a} - {b}" for a, b in pairs],
+        "quality": config.quality,
+        "max_words": config.max_words,
+    }
+    if config.novelty:
+        folders = named(config.novelty, "--novelty")
+        result["novelty"] = compare_novelty(folders, config.quality, config.max_words, pairs, config.seed)
+    if config.math:
+        result["math"] = compare_math(named(config.math, "--math"), config.ks, pairs, config.seed)
+    output = Path(config.output)
+    if config.training:
+        logs = {name: folder / "log_history.json" for name, folder in named(config.training, "--training").items()}
+        result["curves"] = training_curves(logs)
+        plot_curves(result["curves"], output / "curves.png")
+        result["figure"] = str(output / "curves.png")
+    atomic_write_bytes(output / "compare.json", (json.dumps(result, indent=2) + "\n").encode())
+    atomic_write_bytes(output / "report.md", render_comparison(result).encode())
+    return result

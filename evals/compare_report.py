@@ -1,0 +1,123 @@
+"""The comparison's tables in markdown (``darling eval compare``'s ``report.md``, and the pipeline report's last
+section): per policy, the paired differences with their intervals, and one sentence that says what each interval
+shows, and no more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMPARE_METRICS = {
+    "distinct": "distinct (eval partition)",
+    "distinct_answers": "distinct answers (exact)",
+    "quality": "quality",
+    "short": "share ≤ max words",
+}
+QUALITY_TEXT = {
+    "relevant-short-answer": "format x the answer's MiniLM cosine to the prompt, 0 when it echoes the prompt: "
+    "a proxy for a relevant answer, not a check of one",
+    "short-answer": "format only: a made-up word scores 1",
+    "eval": "eval novelty's own quality (a reward model's 1-10 bucket; 1 for every response without one)",
+}
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def interval(d: dict[str, Any], digits: int = 2) -> str:
+    if d.get("mean") is None:
+        return "–"
+    lo, hi = d["interval"]
+    return f"{d['mean']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def verdict(name: str, d: dict[str, Any], unit: str, a: str = "DARLING", b: str = "GRPO") -> str:
+    """One sentence that says what the interval shows, and no more."""
+    if d.get("mean") is None:
+        return f"no {name} figure (nothing completed by every policy)"
+    lo, hi = d["interval"]
+    amount = f"{abs(d['mean']):.2f}" + (f" {unit}" if unit else "")
+    if lo > 0:
+        return f"{name}: {a} above {b} by {amount} ({interval(d)}, above 0)"
+    if hi < 0:
+        return f"{name}: {a} below {b} by {amount} ({interval(d)}, below 0)"
+    return f"{name}: no difference shows at this budget ({interval(d)}: the interval includes 0)"
+
+
+def novelty_lines(s: dict[str, Any], quality: str, max_words: int) -> list[str]:
+    """The novelty comparison: definitions, per-policy means, paired differences, the verdict on the first pair."""
+    lines = [
+        "- **distinct (eval partition)**: classes of eval novelty's partition (NoveltyBench's greedy partition: "
+        "two answers of at most 5 words are compared by word overlap, longer ones by the classifier)",
+        "- **distinct answers (exact)**: different answers after lower-casing and dropping punctuation (no classifier)",
+        f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.rl.quality')}), mean per prompt; "
+        f"**share ≤ max words**: answers of 1 to {max_words} words",
+        "",
+        "| policy | " + " | ".join(COMPARE_METRICS.values()) + " |",
+        "| --- |" + " ---: |" * len(COMPARE_METRICS),
+    ]
+    for name, figures in s["policies"].items():
+        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m)) for m in COMPARE_METRICS) + " |")
+    lines += [
+        "",
+        f"Paired differences over the {s['prompts']} prompts, mean with a bootstrap 95% interval "
+        f"({s['bootstrap']} resamples of prompts):",
+        "",
+        "| difference | " + " | ".join(COMPARE_METRICS.values()) + " |",
+        "| --- |" + " ---: |" * len(COMPARE_METRICS),
+    ]
+    for pair, diffs in s["differences"].items():
+        lines.append(f"| {pair} | " + " | ".join(interval(diffs[m]) for m in COMPARE_METRICS) + " |")
+    first = next(iter(s["differences"].items()), None)
+    if first:
+        a, _, b = first[0].partition(" - ")
+        key = first[1]
+        lines += [
+            "",
+            f"**What this shows ({first[0]}):** {verdict('distinct', key['distinct'], 'classes per prompt', a, b)}; "
+            f"{verdict('distinct answers', key['distinct_answers'], 'answers per prompt', a, b)}; "
+            f"{verdict('quality', key['quality'], '', a, b)}. {s['prompts']} prompts: the intervals are wide.",
+        ]
+    return [*lines, ""]
+
+
+def math_lines(s: dict[str, Any]) -> list[str]:
+    ks = sorted({key for p in s["policies"].values() for key in p}, key=lambda k: int(k.split("@")[1]))
+    lines = [
+        f"pass@k (unbiased, n = {s['n']}) over the {s['problems']} problems every policy scored, in %:",
+        "",
+        "| policy | " + " | ".join(ks) + " |",
+        "| --- |" + " ---: |" * len(ks),
+    ]
+    for name, values in s["policies"].items():
+        lines.append(f"| {name} | " + " | ".join(_pct(values.get(k)) for k in ks) + " |")
+    lines += ["", "| difference (points) | " + " | ".join(ks) + " |", "| --- |" + " ---: |" * len(ks)]
+    for pair, diffs in s["differences"].items():
+        lines.append(f"| {pair} | " + " | ".join(_points(diffs[k]) for k in ks) + " |")
+    return [*lines, ""]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _points(d: dict[str, Any]) -> str:
+    if d.get("mean") is None:
+        return "–"
+    scaled = {"mean": 100 * d["mean"], "interval": [100 * x for x in d["interval"]]}
+    return interval(scaled, 1)
+
+
+def render_comparison(result: dict[str, Any]) -> str:
+    """``compare/report.md``."""
+    lines = [f"# Policies compared: {', '.join(result['policies'])}", ""]
+    if "novelty" in result:
+        lines += ["## Diversity and quality (eval novelty)", ""]
+        lines += novelty_lines(result["novelty"], result["quality"], result["max_words"])
+    if "math" in result:
+        lines += ["## Math (eval math)", "", *math_lines(result["math"])]
+    if "curves" in result:
+        lines += ["## Training curves", "", "![training curves](curves.png)", ""]
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""`darling eval compare`: the comparison's arithmetic on hand-made scores files (per-prompt figures, paired
+bootstrap differences, the sentence the report writes from them), paired pass@k from eval math's generations, and
+the command through its command line."""
+
+import json
+
+import polars as pl
+import pytest
+from helpers import darling
+
+from darling.evals.compare import compare_math, compare_novelty, paired_difference
+from darling.evals.compare_report import novelty_lines
+
+
+def write_scores(folder, groups):
+    """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet like eval novelty's."""
+    rows = [
+        {"prompt_id": pid, "prompt": f"Name {pid}.", "sample_index": i, "response": text, "class_id": cls, "quality": 1}
+        for pid, group in groups.items()
+        for i, (text, cls) in enumerate(group)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
+    return folder
+
+
+def write_math(folder, correct: dict[str, list[bool]]):
+    """One model's eval math generations: per problem id, the correctness of each of its n samples."""
+    from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+    from darling.core.shards import ShardStore
+
+    n = len(next(iter(correct.values())))
+    rows = [
+        {
+            "rollout_id": f"{pid}-{i}",
+            "problem_id": pid,
+            "source": "arith",
+            "model": "policy",
+            "sample_index": i,
+            "prompt_setting": "default",
+            "problem": "1+1",
+            "reference_answer": "2",
+            "engine": "hf",
+            "sampling": json.dumps({"n": n}),
+            "response": "2",
+            "finish_reason": "stop",
+            "num_tokens": 1,
+            "status": "ok",
+            "extracted_answer": "2",
+            "correct": ok,
+        }
+        for pid, flags in correct.items()
+        for i, ok in enumerate(flags)
+    ]
+    ShardStore(folder / "generations" / "arith" / "policy", ROLLOUT_COLUMNS, ROLLOUT_KEY).append(rows)
+    return folder
+
+
+def test_figures_per_prompt_and_paired_differences(tmp_path):
+    collapsed = {f"p{i}": [("Paris", 0), ("paris.", 0), ("Paris", 0), ("Rome", 1)] for i in range(6)}
+    spread = {
+        f"p{i}": [("Paris", 0), ("Oslo", 1), ("Rome", 2), ("a very long answer indeed here", 3)] for i in range(6)
+    }
+    folders = {"darling": write_scores(tmp_path / "d", spread), "grpo": write_scores(tmp_path / "g", collapsed)}
+    result = compare_novelty(folders, "short-answer", 4, [("darling", "grpo")])
+    assert result["prompts"] == 6
+    assert result["policies"]["grpo"] == {"distinct": 2.0, "distinct_answers": 2.0, "quality": 1.0, "short": 1.0}
+    darling_figures = result["policies"]["darling"]
+    assert (darling_figures["distinct"], darling_figures["distinct_answers"], darling_figures["short"]) == (
+        4.0,
+        4.0,
+        0.75,
+    )
+    assert darling_figures["quality"] == pytest.approx((3 + 4 / 6) / 4)
+    diff = result["differences"]["darling - grpo"]
+    assert diff["distinct"] == {"mean": 2.0, "interval": [2.0, 2.0], "n": 6}  # the same gap on every prompt
+    section = "\n".join(novelty_lines(result, "short-answer", 4))
+    assert "distinct: darling above grpo by 2.00 classes per prompt" in section
+    assert "quality: darling below grpo by" in section
+    eval_quality = compare_novelty(folders, "eval", 4, [("darling", "grpo")])  # eval novelty's own quality column
+    assert eval_quality["policies"]["darling"]["quality"] == 1.0
+
+
+def test_an_interval_that_includes_zero_is_reported_as_no_difference():
+    d = paired_difference([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], seed=0)
+    assert d["mean"] == 0 and d["interval"][0] < 0 < d["interval"][1]
+    metrics = ("distinct", "distinct_answers", "quality", "short")
+    result = {"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(metrics, d)}, "prompts": 6}
+    section = "\n".join(novelty_lines({**result, "bootstrap": 2000}, "short-answer", 4))
+    assert "distinct: no difference shows at this budget" in section and "interval includes 0" in section
+
+
+def test_pass_at_k_paired_over_the_problems_both_scored(tmp_path):
+    """pass@k per problem from the graded samples (Chen et al.'s estimator), the difference paired over problems."""
+    a = write_math(tmp_path / "a", {"p1": [True, True, False, False], "p2": [True, True, True, True]})
+    b = write_math(tmp_path / "b", {"p1": [False, False, False, False], "p2": [True, False, False, False]})
+    result = compare_math({"a": a, "b": b}, [1, 2], [("a", "b")])
+    assert (result["problems"], result["n"]) == (2, 4)
+    assert result["policies"]["a"]["pass@1"] == pytest.approx((0.5 + 1.0) / 2)
+    assert result["policies"]["b"]["pass@2"] == pytest.approx((0.0 + 0.5) / 2)  # 1 - C(3,2)/C(4,2) = 0.5 on p2
+    diff = result["differences"]["a - b"]["pass@1"]
+    assert diff["mean"] == pytest.approx(((0.5 - 0) + (1 - 0.25)) / 2) and diff["n"] == 2
+
+
+def test_the_command_writes_compare_json_and_the_report(tmp_path):
+    groups = {f"p{i}": [("Paris", 0), ("Rome", 1)] for i in range(3)}
+    write_scores(tmp_path / "x", groups)
+    write_scores(tmp_path / "y", groups)
+    out = tmp_path / "cmp"
+    result = darling(
+        "eval", "compare", "--novelty", f"x={tmp_path / 'x'}", "--novelty", f"y={tmp_path / 'y'}", "-o", out
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads((out / "compare.json").read_text())
+    assert data["pairs"] == ["x - y"] and data["novelty"]["differences"]["x - y"]["distinct"]["mean"] == 0
+    assert "x - y" in (out / "report.md").read_text()
+    missing = darling(
+        "eval",
+        "compare",
+        "--novelty",
+        f"x={tmp_path / 'x'}",
+        "--novelty",
+        f"z={tmp_path / 'nope'}",
+        "-o",
+        tmp_path / "o2",
+    )
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr and not (tmp_path / "o2").exists()

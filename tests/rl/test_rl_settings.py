@@ -1,0 +1,110 @@
+"""What `rl-train` and the verl entry point hand to the models and to TRL, checked without training: where the
+in-process reward models run (each rank's accelerator, or the device given), how the policy loads, the paper's
+prompt, every GRPOConfig field reachable (and a typo refused), TRL's vLLM settings."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import assert_one_line_error, darling
+
+from darling.core.errors import UserInputError
+from darling.rl.config import PAPER_MATH_TEMPLATE, RLTrainConfig
+from darling.rl.train import build_quality, build_scorer, grpo_args
+
+
+def test_the_default_device_is_this_ranks_accelerator(monkeypatch):
+    """Under torchrun / accelerate each rank's in-process models go to its own GPU (LOCAL_RANK), not its CPU."""
+    from darling.core.devices import rank_device
+
+    assert rank_device() == "cpu"  # no CUDA here
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert rank_device() == "cuda:3"
+    monkeypatch.delenv("LOCAL_RANK")
+    assert rank_device() == "cuda:0"
+
+
+@pytest.fixture(scope="module")
+def tiny_reward_model(tmp_path_factory, tiny_bert_dir) -> Path:
+    """A one-output sequence classifier (a reward model's shape) on the tiny BERT: plumbing, not judgement."""
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    path = tmp_path_factory.mktemp("tiny-rm")
+    config = BertConfig.from_pretrained(tiny_bert_dir, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(path)
+    AutoTokenizer.from_pretrained(tiny_bert_dir).save_pretrained(path)
+    return path
+
+
+def test_in_process_reward_models_go_to_the_device_given_or_the_ranks(
+    tmp_path, monkeypatch, any_export, tiny_reward_model
+):
+    """The classifier, a reward model and the relevance encoder each follow their device option; left unset, each
+    goes where rank_device() says (here replaced by "meta", a device the CPU has, to see where they land)."""
+    import darling.core.devices as devices
+    from darling.rl.verl_reward import VerlSettings, scorer
+
+    def where(model) -> str:  # a bi-encoder's encoder (its a and b stay plain numbers on the CPU)
+        return next(getattr(model, "backbone", model).parameters()).device.type
+
+    base = {"output": tmp_path, "classifier": any_export}
+    scored = build_scorer(RLTrainConfig.build("cpu", overrides={**base, "classifier_device": "meta"}))
+    assert where(scored.model) == "meta"
+    monkeypatch.setattr(devices, "rank_device", lambda: "meta")
+    assert where(build_scorer(RLTrainConfig.build("cpu", overrides=base)).model) == "meta"
+    reward_model = build_quality(RLTrainConfig.build("cpu", overrides={**base, "reward_model": tiny_reward_model}))
+    assert where(reward_model.model.model) == "meta"
+    relevance = build_quality(RLTrainConfig.build("naming", overrides={**base, "reward_model_device": "cpu"}))
+    assert where(relevance.score.relevance.model) == "cpu"  # given: not the rank's
+    assert where(scorer(VerlSettings(classifier=str(any_export), threshold=0.11)).model) == "meta"
+    served = build_scorer(RLTrainConfig.build("cpu", overrides={**base, "classifier_urls": ["http://127.0.0.1:9"]}))
+    assert not hasattr(served, "model")  # served replicas: nothing loads in this process
+
+
+def test_paper_math_reaches_trl_as_the_official_runs_set_it(tmp_path):
+    """The base-model prompt (not the CPU presets' "Give a short answer"), the policy loaded in bf16 when training in
+    bf16 (TRL's own default is fp32), the grpo table's vLLM memory, sleep and tensor-parallel settings, logging."""
+    overrides = {"output": tmp_path, "classifier": tmp_path, "use_cpu": True, "use_vllm": False}
+    config = RLTrainConfig.build("paper-math", overrides=overrides)
+    assert config.user_template == PAPER_MATH_TEMPLATE and "Give a short answer" not in config.user_template
+    args = grpo_args(config)
+    assert args.model_init_kwargs == {"dtype": "bfloat16"} and args.bf16
+    assert (args.vllm_gpu_memory_utilization, args.vllm_enable_sleep_mode, args.vllm_tensor_parallel_size) == (
+        0.4,
+        True,
+        1,
+    )
+    assert args.report_to == ["tensorboard"] and args.scale_rewards == "none" and args.loss_type == "dapo"
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (8, 8, 32)
+    fp32 = grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False}))
+    assert fp32.model_init_kwargs == {"dtype": "float32"} and fp32.report_to == []  # "none": no logger
+    server = RLTrainConfig.build(
+        "cpu",
+        overrides={"output": tmp_path, "diversity": False, "vllm_mode": "server", "vllm_server_port": 8200},
+    )
+    assert (grpo_args(server).vllm_server_host, grpo_args(server).vllm_server_port) == ("127.0.0.1", 8200)
+
+
+def test_any_grpo_config_field_after_the_commands_own(tmp_path):
+    more = {
+        "output": tmp_path,
+        "diversity": False,
+        "grpo.epsilon_high": 0.28,
+        "grpo.model_init_kwargs": '{"dtype": "bfloat16"}',
+    }
+    args = grpo_args(RLTrainConfig.build("cpu", overrides=more))
+    assert args.epsilon_high == 0.28 and args.model_init_kwargs == {"dtype": "bfloat16"}
+    with pytest.raises(
+        UserInputError, match="grpo.learning_rate: rl-train sets it from its own setting; use --learning-rate"
+    ):
+        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "grpo.learning_rate": 1})
+    with pytest.raises(UserInputError, match="grpo.epsilon_hihg: not a field of TRL"):
+        grpo_args(
+            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "grpo.epsilon_hihg": 1})
+        )
+    typo = darling(
+        "rl-train", "--preset", "cpu", "--no-diversity", "--set", "grpo.epsilon_hihg=1", "--output", str(tmp_path / "x")
+    )
+    assert_one_line_error(typo, "grpo.epsilon_hihg: not a field of TRL")  # before any model loads
+    assert not (tmp_path / "x").exists()
