@@ -101,10 +101,10 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
     dtype = config.dtype or meta["dtype"]
     cpu = config.on_cpu()
     gpus = config.gpu_ids() or ([str(k) for k in range(config.replicas)] if not cpu else None)
-    cache = Path(tempfile.mkdtemp(prefix="darling-serve-"))
     servers = []
     for k in range(config.replicas):
-        env = cpu_server_env(cache / str(k), threads=max(1, (os.cpu_count() or 2) // config.replicas)) if cpu else {}
+        scratch = Path(tempfile.mkdtemp(prefix="darling-serve-")) if cpu else None
+        env = cpu_server_env(scratch, threads=max(1, (os.cpu_count() or 2) // config.replicas)) if scratch else {}
         extra = list(CPU_SERVER_ARGS) if cpu else []
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = gpus[k]
@@ -121,6 +121,7 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
                 runner=runner,
                 extra_args=extra,
                 env=env,
+                scratch=scratch,
             )
         )
     return servers

@@ -76,9 +76,10 @@ class VLLMServerEngine:
         args: list[str] = []
         env: dict[str, str] = {}
         dtype = self.dtype
+        scratch = None
         if self.on_cpu:
-            cache = Path(tempfile.mkdtemp(prefix="darling-vllm-"))
-            env = cpu_server_env(cache, threads=self.threads or 1)
+            scratch = Path(tempfile.mkdtemp(prefix="darling-vllm-"))
+            env = cpu_server_env(scratch, threads=self.threads or 1)
             args = [*CPU_SERVER_ARGS[:-1], self.cpu_kv_cache]
             dtype = "float32" if dtype == "auto" else dtype  # the CPU build's auto picks bf16 where it can
         else:
@@ -99,6 +100,7 @@ class VLLMServerEngine:
             dtype=dtype,
             extra_args=args,
             env=env,
+            scratch=scratch,
         )
         # None on GPUs: the model's own context length; on the CPU build a KV cache of a few hundred MB holds less.
         server.max_model_len = self.max_model_len or (CPU_MAX_MODEL_LEN if self.on_cpu else None)

@@ -131,6 +131,7 @@ def bert_servers(bert_exports):
     servers = {}
     try:
         for kind, export in bert_exports.items():
+            scratch = Path(tempfile.mkdtemp(prefix="vc-"))  # short: zmq's socket path limit
             server = VLLMServer(
                 export,
                 python=vllm_python(),
@@ -138,7 +139,8 @@ def bert_servers(bert_exports):
                 max_model_len=read_export_meta(export)["max_length"],
                 runner="classify" if kind == "cross-encoder" else "embed",
                 extra_args=CPU_SERVER_ARGS,
-                env=cpu_server_env(Path(tempfile.mkdtemp(prefix="vc-"))),  # short: zmq's socket path limit
+                env=cpu_server_env(scratch),
+                scratch=scratch,
             )
             servers[kind] = server.start()
         for server in servers.values():

@@ -6,8 +6,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -233,7 +235,8 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     from darling.core.vllm_server import free_port
 
     run = tmp_path / "pt"
-    env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python()}
+    scratch = Path(tempfile.mkdtemp(prefix="pt-"))  # the servers' TMPDIR (short: zmq's socket path limit)
+    env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python(), "TMPDIR": str(scratch)}
     command = ["pipeline", "--preset", "paper-tiny", "--output", run, "--set", f"serve.port={free_port()}"]
     result = subprocess.run(
         [sys.executable, "-m", "darling", *map(str, command)], capture_output=True, text=True, env=env, timeout=900
@@ -269,3 +272,5 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     assert summaries["compare"]["pairs"] == ["darling-rl - grpo-rl", "darling-rl - base", "grpo-rl - base"]
     report = (run / "report.md").read_text()
     assert "its numbers are not results" in report
+    assert not list(scratch.glob("darling-*")), "a vLLM server's scratch folder outlived it"
+    shutil.rmtree(scratch)
