@@ -21,7 +21,7 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    darling pipeline --preset cpu --output runs/pipe              # ~9 min on 2 CPU cores
+    darling pipeline --preset cpu --output runs/pipe              # ~10 min on 2 CPU cores
 
     darling pipeline --preset cpu --output runs/pipe              # again: every finished stage is skipped
 

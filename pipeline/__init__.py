@@ -10,7 +10,7 @@ alike; each stage's settings are a table of the config (``pipeline/config.py``).
 ```python
 from darling.pipeline import build_config, run_pipeline
 
-result = run_pipeline(build_config("cpu", "runs/pipe"))         # ~9 minutes on 2 CPU cores
+result = run_pipeline(build_config("cpu", "runs/pipe"))         # ~10 minutes on 2 CPU cores
 result = run_pipeline(build_config("paper-tiny", "runs/pt"))    # the paper chain with tiny models, on CPU
 result = run_pipeline(build_config("paper", "runs/paper"))      # GPUs; on a CPU machine: writes commands.sh only
 ```
