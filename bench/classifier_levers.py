@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
-from collections import Counter
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -27,26 +25,9 @@ from darling.classifier.calibration import choose_threshold
 from darling.classifier.config import PACKAGED_MINILM
 from darling.classifier.data import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.zero_shot import zero_shot_classifier
+from darling.evals.lexical import jaccard, rouge1_f
 
 TEST_SEED, TEST_FRACTION, CV_SEED, FOLDS = 1234, 0.15, 7, 5  # as in classifier_quality.py
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def jaccard(a: str, b: str) -> float:
-    sa, sb = set(words(a)), set(words(b))
-    return len(sa & sb) / max(1, len(sa | sb))
-
-
-def rouge1_f(a: str, b: str) -> float:
-    ca, cb = Counter(words(a)), Counter(words(b))
-    overlap = sum((ca & cb).values())
-    if not overlap:
-        return 0.0
-    p, r = overlap / sum(cb.values()), overlap / sum(ca.values())
-    return 2 * p * r / (p + r)
 
 
 def cosines(backbone: str, pairs, prompts: bool) -> dict[str, np.ndarray]:

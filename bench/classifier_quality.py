@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +34,7 @@ from darling.classifier.config import build_config
 from darling.classifier.data import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.train import train_classifier
 from darling.core.schemas import LabelledPair
+from darling.evals.lexical import jaccard, rouge1_f
 
 TEST_SEED = 1234
 TEST_FRACTION = 0.15
@@ -60,24 +59,6 @@ def write_pairs(path: Path, rows: list[LabelledPair]) -> Path:
         )
     )
     return path
-
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def rouge1_f(a: str, b: str) -> float:
-    ca, cb = Counter(_tokens(a)), Counter(_tokens(b))
-    overlap = sum((ca & cb).values())
-    if not overlap:
-        return 0.0
-    p, r = overlap / sum(cb.values()), overlap / sum(ca.values())
-    return 2 * p * r / (p + r)
-
-
-def jaccard(a: str, b: str) -> float:
-    sa, sb = set(_tokens(a)), set(_tokens(b))
-    return len(sa & sb) / max(1, len(sa | sb))
 
 
 LEXICAL = {"rouge1_f": rouge1_f, "jaccard": jaccard}

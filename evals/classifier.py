@@ -5,7 +5,11 @@ Rows, all scored on the same pairs, each at its own threshold:
 - ``model``: an export of either kind (its report goes to ``OUTPUT/``);
 - ``compare=DIR2``: a second export (``OUTPUT/compare/``, ``metrics.json["compare"]``);
 - ``zero_shot=BACKBONE``: an untrained embedding backbone, cosine with a, b and threshold fitted on
-  ``fit_data`` (``OUTPUT/zero-shot/``, ``metrics.json["zero_shot"]``): what fine-tuning adds.
+  ``fit_data`` (``OUTPUT/zero-shot/``, ``metrics.json["zero_shot"]``): what fine-tuning adds;
+- ``baselines`` (default on): token Jaccard and ROUGE-1 F (``darling.evals.lexical``), thresholds fitted on
+  ``fit_data`` for ``baseline_objective`` (``OUTPUT/jaccard/``, ``OUTPUT/rouge1/``): what word overlap alone
+  does. Without ``fit_data`` their thresholds are fitted on the evaluation pairs themselves, and every metric
+  that depends on a threshold says so (``threshold_fitted_on``); ROC-AUC does not depend on one.
 With more than one row, ``compare.md`` (a side-by-side table) and ``roc_compare.png`` are written too.
 """
 
@@ -24,7 +28,8 @@ from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.evals.config import ClassifierEvalConfig
 
-COMPARED = ("accuracy", "balanced_accuracy", "precision", "recall", "f1", "roc_auc", "ece", "threshold", "n")
+# ROC-AUC and balanced accuracy first: they do not move with the share of equivalent pairs in the test set.
+COMPARED = ("roc_auc", "balanced_accuracy", "accuracy", "precision", "recall", "f1", "ece", "threshold", "n")
 
 
 @dataclass
@@ -62,6 +67,29 @@ def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, 
     return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
+def _baseline_rows(config: ClassifierEvalConfig, pairs, texts) -> list[Row]:
+    """Token Jaccard and ROUGE-1 F, each at a threshold fitted on ``fit_data`` (else on these pairs, said so)."""
+    from darling.classifier.calibration import choose_threshold
+    from darling.evals.lexical import BASELINES, overlap_scores
+
+    fit = load_pairs(config.fit_data).pairs if config.fit_data is not None else pairs
+    fitted_on = str(config.fit_data) if config.fit_data is not None else "these pairs (no --fit-data): optimistic"
+    fit_labels = np.array([p.similar for p in fit])
+    rows = []
+    for key, (name, _) in BASELINES.items():
+        fit_scores = overlap_scores([p.texts for p in fit], key)
+        threshold = choose_threshold(fit_labels, fit_scores, config.baseline_objective)
+        extra = {
+            "model": name,
+            "kind": "word overlap",
+            "symmetric": False,
+            "threshold_fitted_on": fitted_on,
+            "threshold_objective": config.baseline_objective,
+        }
+        rows.append(Row(name, key, overlap_scores(texts, key), threshold, extra))
+    return rows
+
+
 def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
     """Metrics of ``config.model`` on ``config.data``, and of ``compare`` / ``zero_shot`` on the same pairs.
 
@@ -89,6 +117,8 @@ def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
         rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare"))
     if c.zero_shot is not None:
         rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, "zero_shot" if rows else ""))
+    if c.baselines:
+        rows += _baseline_rows(c, pairs.pairs, texts)
     return write_rows(rows, pairs, c.data, Path(c.output))
 
 

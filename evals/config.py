@@ -225,7 +225,17 @@ class ClassifierEvalConfig(CommandConfig):
     zero_shot: str | None = option(
         None, help="An untrained embedding backbone scored too (packaged:all-MiniLM-L6-v2, a path, a hub name)."
     )
-    fit_data: str | None = option(None, help="With --zero-shot: labelled pairs to fit its a, b and threshold on.")
+    fit_data: str | None = option(
+        None, help="Labelled pairs to fit --zero-shot's a, b and threshold and the baselines' thresholds on."
+    )
+    baselines: bool = option(
+        True, help="Score token Jaccard and ROUGE-1 F beside the classifiers (--no-baselines: not)."
+    )
+    baseline_objective: str = option(
+        "balanced_accuracy",
+        choices=("accuracy", "balanced_accuracy", "f1"),
+        help="What a baseline's threshold maximises on --fit-data (balanced: it carries across equivalent shares).",
+    )
 
     def check(self) -> None:
         if self.model is None and self.zero_shot is None:

@@ -40,10 +40,10 @@ def two_exports(tmp_path_factory, tiny_bert_dir):
 def test_compare_writes_both_metric_sets_side_by_side(tmp_path, two_exports):
     first, second = two_exports
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
-    alone = evaluate_classifier(ClassifierEvalConfig(model=first, data=str(data), output=tmp_path / "alone"))
-    result = darling(
-        "eval", "classifier", "--model", first, "--compare", second, "--data", data, "--output", tmp_path / "e"
-    )
+    alone = ClassifierEvalConfig(model=first, data=str(data), output=tmp_path / "alone", baselines=False)
+    alone = evaluate_classifier(alone)
+    flags = ["--model", first, "--compare", second, "--data", data, "--output", tmp_path / "e", "--no-baselines"]
+    result = darling("eval", "classifier", *flags)
     assert result.returncode == 0, result.stderr
     assert f"{first}: 24 pairs" in result.stdout and f"{second}: 24 pairs" in result.stdout
 
@@ -124,7 +124,8 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
     assert zero["kind"] == "bi-encoder (untrained)" and zero["n"] == 24 and zero["fit_data"] == str(fit)
     assert zero == json.loads((out / "zero-shot" / "metrics.json").read_text())
     header = (out / "compare.md").read_text().splitlines()[2]
-    assert header.startswith("| metric | a | b | zero-shot ") and header.endswith(f"zero-shot {tiny_bert_dir} - a |")
+    assert header.startswith("| metric | a | b | zero-shot ") and f"zero-shot {tiny_bert_dir} - a |" in header
+    assert header.endswith("| token Jaccard - a | ROUGE-1 F - a |")  # the word-overlap baselines, always
     alone = darling(
         "eval",
         "classifier",
@@ -141,3 +142,42 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
     assert json.loads((tmp_path / "z" / "metrics.json").read_text())["roc_auc"] == zero["roc_auc"]
     missing = darling("eval", "classifier", "--zero-shot", tiny_bert_dir, "--data", data, "--output", tmp_path / "m")
     assert missing.returncode == 2 and "--fit-data" in missing.stderr and not (tmp_path / "m").exists()
+
+
+def test_word_overlap_scores_as_hand_computed():
+    from darling.evals.lexical import jaccard, rouge1_f
+
+    assert jaccard("The cat sat.", "the cat ran") == 2 / 4 and jaccard("", "") == 0.0
+    assert rouge1_f("a a b", "a b c") == pytest.approx(2 / 3)  # overlap 2 of 3 tokens each way
+    assert rouge1_f("x", "y") == 0.0 and rouge1_f("a b", "b a") == 1.0
+
+
+def test_word_overlap_baselines_beside_the_classifier(tmp_path, two_exports):
+    """Token Jaccard and ROUGE-1 F are scored on the same pairs beside the export; their thresholds come from
+    --fit-data alone (for balanced accuracy), or, without it, from the evaluation pairs, which every row says.
+    ROC-AUC and balanced accuracy lead the comparison table."""
+    from sklearn.metrics import roc_auc_score
+
+    from darling.classifier.calibration import choose_threshold
+    from darling.classifier.data import load_pairs
+    from darling.evals.lexical import jaccard, rouge1_f
+
+    fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))
+    data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
+    held, fitted = load_pairs(data).pairs, load_pairs(fit).pairs
+    config = ClassifierEvalConfig(model=two_exports[0], data=str(data), fit_data=str(fit), output=tmp_path / "e")
+    metrics = evaluate_classifier(config)
+    for key, score in (("jaccard", jaccard), ("rouge1", rouge1_f)):
+        row = metrics[key]
+        labels, scores = [p.similar for p in held], [score(*p.texts) for p in held]
+        assert row["roc_auc"] == pytest.approx(roc_auc_score(labels, scores))
+        fit_scores = [score(*p.texts) for p in fitted]
+        assert row["threshold"] == choose_threshold([p.similar for p in fitted], fit_scores, "balanced_accuracy")
+        assert row["threshold_fitted_on"] == str(fit) and row["n"] == 24
+    table = (tmp_path / "e" / "compare.md").read_text().splitlines()
+    assert table[4].startswith("| roc_auc |") and table[5].startswith("| balanced_accuracy |")
+
+    alone = evaluate_classifier(ClassifierEvalConfig(model=two_exports[0], data=str(data), output=tmp_path / "s"))
+    assert alone["jaccard"]["threshold_fitted_on"].startswith("these pairs (no --fit-data)")
+    off = ClassifierEvalConfig(model=two_exports[0], data=str(data), output=tmp_path / "o", baselines=False)
+    assert "jaccard" not in evaluate_classifier(off) and not (tmp_path / "o" / "compare.md").exists()
