@@ -61,10 +61,12 @@ def qwen_tokenizer():
     return tokenizer
 
 
-def _qwen3_config(lm: bool):
+def tiny_qwen3_config(lm: bool = False, **changes):
+    """The tiny Qwen3 shape (Qwen3's vocabulary and head layout, 2 layers of width 64); ``changes`` override it
+    (the tests' tiny sequence classifier starts from it too)."""
     from transformers import Qwen3Config
 
-    return Qwen3Config(
+    shape = dict(
         vocab_size=151669,  # Qwen3's (the tokenizer's 151,646 ids, padded)
         hidden_size=64,
         intermediate_size=128,
@@ -78,6 +80,7 @@ def _qwen3_config(lm: bool):
         eos_token_id=[151645, 151643] if lm else 151643,
         tie_word_embeddings=True,
     )
+    return Qwen3Config(**{**shape, **changes})
 
 
 def _build(name: str, folder: Path) -> None:
@@ -89,12 +92,12 @@ def _build(name: str, folder: Path) -> None:
     model: PreTrainedModel
     tokenizer = qwen_tokenizer()
     if lm:
-        model = Qwen3ForCausalLM(_qwen3_config(lm=True))
+        model = Qwen3ForCausalLM(tiny_qwen3_config(lm=True))
         model.generation_config = GenerationConfig(eos_token_id=[151645, 151643], pad_token_id=151643)
         tokenizer.chat_template = CHATML_TEMPLATE
         tokenizer.eos_token = "<|im_end|>"
     else:
-        model = Qwen3Model(_qwen3_config(lm=False))
+        model = Qwen3Model(tiny_qwen3_config(lm=False))
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
 

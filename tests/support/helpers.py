@@ -57,21 +57,13 @@ def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2) -> Path:
     """A tiny randomly initialised Qwen3 sequence classifier + the real Qwen tokenizer, saved as a
     backbone folder. Format/parity tests only: random weights say nothing about quality.
     head_dim 32 because vLLM's CPU attention rejects head_dim < 32."""
-    from transformers import Qwen3Config, Qwen3ForSequenceClassification
+    from transformers import Qwen3ForSequenceClassification
+
+    from darling.core.tiny_models import tiny_qwen3_config
 
     torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=151669,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        max_position_embeddings=1024,
-        pad_token_id=151643,
-        num_labels=2,
-        tie_word_embeddings=False,
+    config = tiny_qwen3_config(
+        num_hidden_layers=layers, max_position_embeddings=1024, num_labels=2, tie_word_embeddings=False
     )
     model = Qwen3ForSequenceClassification(config)
     with torch.no_grad():  # a visible score head, so the two classes get distinct probabilities
