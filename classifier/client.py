@@ -22,8 +22,9 @@ import numpy as np
 from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import BI_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.export import read_export_meta
+from darling.classifier.export import read_export_meta, read_model_config, uses_segment_ids
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer, PairScorer
+from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
@@ -206,8 +207,15 @@ class ServedEquivalenceClassifier(PairScorer):
     ``from_export`` reads the export's kind: a bi-encoder export gives a ``ServedBiEncoderClassifier``.
     """
 
-    def __init__(self, encoder: PairEncoder, client: ClassifyClient, threshold: float = 0.5, symmetric: bool = False):
-        super().__init__(encoder, threshold, symmetric)
+    def __init__(
+        self,
+        encoder: PairEncoder,
+        client: ClassifyClient,
+        threshold: float = 0.5,
+        symmetric: bool = False,
+        equivalent_index: int = EQUIVALENT_INDEX,
+    ):
+        super().__init__(encoder, threshold, symmetric, equivalent_index)
         self.client = client
 
     @classmethod
@@ -220,11 +228,17 @@ class ServedEquivalenceClassifier(PairScorer):
             client = (
                 ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
             )
+        if uses_segment_ids(meta, read_model_config(path)):
+            raise UserInputError(
+                f"{path}: this model reads token type ids (0 up to the first [SEP], 1 after), which vLLM's /classify "
+                "sets to 0 for token-id input; score it in process (drop the classifier URLs)"
+            )
         encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        return cls(encoder, client, meta["threshold"], meta.get("symmetric", False))
+        index = meta.get("equivalent_index", EQUIVALENT_INDEX)
+        return cls(encoder, client, meta["threshold"], meta.get("symmetric", False), index)
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        return self.client.classify_ids(input_ids)[:, EQUIVALENT_INDEX]
+        return self.client.classify_ids(input_ids)[:, self.equivalent_index]
 
 
 class ServedBiEncoderClassifier(EmbeddingScorer):

@@ -6,8 +6,10 @@ Tokenizers without CLS/SEP (Qwen) use ``<|im_start|>`` as CLS and ``<|im_end|>``
 classifier does. We never let the serving side tokenise text: vLLM receives these exact ids, which removes
 the reference code's train/serve skew (whitespace re-joining, an appended ``<|endoftext|>``).
 
-No ``token_type_ids`` are produced: vLLM's ``/classify`` with token-id input sets them all to zero, so
-training does the same and the [SEP] token alone marks the boundary.
+No ``token_type_ids`` are produced for the toolkit's own classifiers: vLLM's ``/classify`` with token-id input
+sets them all to zero, so training does the same and the [SEP] token alone marks the boundary. An imported
+classifier trained with segment ids (NoveltyBench's: 0 up to the first [SEP], 1 after) gets them in process
+(``segment_ids=True``) and is refused by the served path when its model has token-type embeddings.
 """
 
 from __future__ import annotations
@@ -72,12 +74,13 @@ def tokenize_responses(tokenizer, texts: Sequence[str], budget: int) -> list[lis
 class PairEncoder:
     """Encodes response pairs into model input ids; ``pad`` turns a batch into tensors."""
 
-    def __init__(self, tokenizer, max_tokens_per_response: int):
+    def __init__(self, tokenizer, max_tokens_per_response: int, segment_ids: bool = False):
         if max_tokens_per_response < 1:
             raise UserInputError(f"max_tokens_per_response must be >= 1, got {max_tokens_per_response}")
         self.tokenizer = tokenizer
         self.max_tokens_per_response = max_tokens_per_response
         self.special = resolve_special_ids(tokenizer)
+        self.segment_ids = segment_ids
 
     @property
     def max_length(self) -> int:
@@ -101,8 +104,17 @@ class PairEncoder:
         return self.encode_pairs([(a, b)])[0]
 
     def pad(self, batch: Sequence[Sequence[int]], pad_to: int | None = None) -> dict[str, torch.Tensor]:
-        """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``."""
-        return pad_ids(batch, self.special.pad_id, pad_to)
+        """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``; with
+        ``segment_ids``, ``token_type_ids`` 0 up to and including the first [SEP], 1 after it."""
+        padded = pad_ids(batch, self.special.pad_id, pad_to)
+        if self.segment_ids:
+            types = torch.zeros_like(padded["input_ids"])
+            for row, ids in enumerate(batch):
+                # Responses are tokenised with split_special_tokens, so the first SEP id is the separator.
+                first_sep = list(ids).index(self.special.sep_id)
+                types[row, first_sep + 1 : len(ids)] = 1
+            padded["token_type_ids"] = types
+        return padded
 
 
 class TextEncoder:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,24 @@ def read_export_meta(path: str | Path) -> dict[str, Any]:
             expected = " or ".join(t.__name__ for t in types)
             raise UserInputError(f"{meta_path}: field '{name}' must be {expected}, got {value!r}")
     return meta
+
+
+def read_model_config(path: str | Path) -> dict[str, Any]:
+    """An export's ``config.json`` as a dict (the served path needs a few facts without loading the model)."""
+    config_path = Path(path) / "config.json"
+    try:
+        return json.loads(read_text(config_path, "model config"))
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{config_path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def uses_segment_ids(meta: dict[str, Any], model_config: Any) -> bool:
+    """True when the export was trained with segment ids and its model has token-type embeddings to read them
+    (DeBERTa-v3 has none, ``type_vocab_size`` 0: its segment ids change nothing and are not sent)."""
+    if meta.get("token_type_ids") != "segments":
+        return False
+    get = model_config.get if isinstance(model_config, dict) else lambda k, d=None: getattr(model_config, k, d)
+    return int(get("type_vocab_size", 0) or 0) > 0
 
 
 def cross_encoder_fields(encoder: PairEncoder, symmetric: bool) -> dict[str, Any]:
@@ -255,16 +274,26 @@ def _save_model(model, folder: Path, meta: dict[str, Any]) -> None:
 
 def export_classifier(model, tokenizer, output: str | Path, meta: dict[str, Any]) -> Path:
     """Write ``model`` (a sequence classifier, or a ``BiEncoder`` when ``meta["kind"]`` says so) to ``output``."""
+
+    def write(folder: Path) -> None:
+        _save_model(model, folder, meta)
+        tokenizer.save_pretrained(folder)
+        (folder / "README.md").write_text(_model_card(meta))
+
+    return write_export_folder(output, write, meta)
+
+
+def write_export_folder(output: str | Path, write: Callable[[Path], None], meta: dict[str, Any]) -> Path:
+    """``write(folder)`` fills a temporary folder, which is moved into ``output`` with ``darling.json`` last:
+    its presence marks a complete export, and an old export in ``output`` is incomplete from the first move."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     tmp = output / f".export-tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    _save_model(model, tmp, meta)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "README.md").write_text(_model_card(meta))
+    write(tmp)
     (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    (output / META_FILE).unlink(missing_ok=True)  # an old export is incomplete from here on
+    (output / META_FILE).unlink(missing_ok=True)
     for item in sorted(tmp.iterdir(), key=lambda p: p.name == META_FILE):
         target = output / item.name
         if target.is_dir():

@@ -18,7 +18,7 @@ from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict
 from darling.classifier.biencoder import BiEncoder
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.export import read_export_meta
+from darling.classifier.export import read_export_meta, uses_segment_ids
 from darling.core.local_models import load_tokenizer
 
 Pair = tuple[str, str]
@@ -49,10 +49,17 @@ class PairScorer(EquivalenceScorer):
 
     kind = CROSS_ENCODER
 
-    def __init__(self, encoder: PairEncoder, threshold: float = 0.5, symmetric: bool = False):
+    def __init__(
+        self,
+        encoder: PairEncoder,
+        threshold: float = 0.5,
+        symmetric: bool = False,
+        equivalent_index: int = EQUIVALENT_INDEX,
+    ):
         super().__init__(threshold)
         self.encoder = encoder
         self.symmetric = symmetric
+        self.equivalent_index = equivalent_index  # which class means "equivalent" (an imported model's may differ)
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         raise NotImplementedError
@@ -124,9 +131,15 @@ class EquivalenceClassifier(PairScorer):
     """
 
     def __init__(
-        self, model, encoder: PairEncoder, threshold: float = 0.5, symmetric: bool = False, batch_size: int = 32
+        self,
+        model,
+        encoder: PairEncoder,
+        threshold: float = 0.5,
+        symmetric: bool = False,
+        batch_size: int = 32,
+        equivalent_index: int = EQUIVALENT_INDEX,
     ):
-        super().__init__(encoder, threshold, symmetric)
+        super().__init__(encoder, threshold, symmetric, equivalent_index)
         self.model = model.eval()
         self.batch_size = batch_size
 
@@ -138,8 +151,10 @@ class EquivalenceClassifier(PairScorer):
         model = load_exported_strict(path, dtype=meta["dtype"])  # the precision it trained and was calibrated in
         if device:
             model = model.to(device)
-        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        scorer = cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size)
+        segments = uses_segment_ids(meta, model.config)
+        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"], segment_ids=segments)
+        index = meta.get("equivalent_index", EQUIVALENT_INDEX)
+        scorer = cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size, index)
         scorer.dtype = meta["dtype"]
         return scorer
 
@@ -158,7 +173,7 @@ class EquivalenceClassifier(PairScorer):
         return out
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        return torch.from_numpy(self.logits_for_ids(input_ids)).softmax(-1)[:, EQUIVALENT_INDEX].numpy()
+        return torch.from_numpy(self.logits_for_ids(input_ids)).softmax(-1)[:, self.equivalent_index].numpy()
 
 
 class BiEncoderClassifier(EmbeddingScorer):

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.foreign import ImportConfig
 from darling.cli.common import out
 from darling.cli.options import config_command, param
 
@@ -86,3 +87,42 @@ def metrics_line(name: str, m: dict) -> str:
 
 
 train_classifier_cmd = config_command(ClassifierTrainConfig, train, PARAMS, doc=DOC, preset="cpu")
+
+
+IMPORT_DOC = """Turn a pair classifier trained elsewhere into a darling export that every command takes (rl-train,
+serve-classifier, eval novelty, eval classifier --compare, the verl entry point).
+
+The released classifiers (download them first, e.g. `hf download NAME`; nothing is fetched at run time
+when HF_HUB_OFFLINE=1):
+
+    darling import-classifier dogtooth/qwen3-4b-emb-finetuned-step-70-hf --format darling-math -o runs/clf-math
+
+    darling import-classifier dogtooth/similarity-classifier-f168-hf --format darling-chat -o runs/clf-chat
+
+    darling import-classifier yimingzhang/deberta-v3-large-generation-similarity --format noveltybench -o runs/clf-nb
+
+Each format is the input the model was trained with, its "equivalent" class, threshold and token budget, read
+from the code that trained and served it (`darling.classifier.foreign.FORMATS` cites the files); a flag
+overrides one value. Then, e.g.: `darling eval classifier --model runs/clf-chat --compare runs/clf ...`.
+"""
+
+IMPORT_PARAMS = [
+    param(
+        "source",
+        Annotated[str, typer.Argument(help="A model folder, or a hub name in the local Hugging Face cache.")],
+    ),
+    param("output", Annotated[Path, typer.Option("--output", "-o", help="The export directory to write.")]),
+]
+
+
+def import_classifier(config: ImportConfig, source: str, output: Path) -> None:
+    from darling.classifier.foreign import import_classifier as run_import
+
+    meta = run_import(config, source, output)
+    out.print(
+        f"imported {source} as {output} ({config.format}: {meta['max_tokens_per_response']} tokens per response, "
+        f"P(equivalent) = class {meta['equivalent_index']}, threshold {meta['threshold']}, {meta['dtype']})"
+    )
+
+
+import_classifier_cmd = config_command(ImportConfig, import_classifier, IMPORT_PARAMS, doc=IMPORT_DOC)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from darling import __version__
-from darling.cli.classifier import train_classifier_cmd
+from darling.cli.classifier import import_classifier_cmd, train_classifier_cmd
 from darling.cli.common import out
 from darling.cli.datagen import datagen_app
 from darling.cli.evals import eval_app
@@ -28,6 +28,7 @@ app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 app.add_typer(datagen_app, name="datagen")
 app.command("train-classifier")(train_classifier_cmd)
+app.command("import-classifier")(import_classifier_cmd)
 app.command("rl-train")(rl_train_cmd)
 app.command("serve-classifier")(serve_classifier_cmd)
 app.command("pipeline")(pipeline_cmd)

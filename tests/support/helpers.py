@@ -53,7 +53,7 @@ def write_jsonl(path: Path, rows: list) -> Path:
     return path
 
 
-def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2) -> Path:
+def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2, max_position_embeddings: int = 1024) -> Path:
     """A tiny randomly initialised Qwen3 sequence classifier + the real Qwen tokenizer, saved as a
     backbone folder. Format/parity tests only: random weights say nothing about quality.
     head_dim 32 because vLLM's CPU attention rejects head_dim < 32."""
@@ -63,7 +63,10 @@ def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2) -> Path:
 
     torch.manual_seed(0)
     config = tiny_qwen3_config(
-        num_hidden_layers=layers, max_position_embeddings=1024, num_labels=2, tie_word_embeddings=False
+        num_hidden_layers=layers,
+        max_position_embeddings=max_position_embeddings,
+        num_labels=2,
+        tie_word_embeddings=False,
     )
     model = Qwen3ForSequenceClassification(config)
     with torch.no_grad():  # a visible score head, so the two classes get distinct probabilities
@@ -90,6 +93,63 @@ def save_tiny_bert_backbone(path: Path, minilm_dir: str) -> Path:
     )
     BertModel(config).save_pretrained(path)
     AutoTokenizer.from_pretrained(minilm_dir).save_pretrained(path)
+    return path
+
+
+def save_tiny_modernbert_classifier(path: Path, minilm_dir: str) -> Path:
+    """A tiny random ModernBERT 2-class sequence classifier (the darling-chat format's architecture) with the MiniLM
+    (BERT uncased) tokenizer, saved as a hub snapshot would be. head_dim 32 for vLLM's CPU attention."""
+    from transformers import AutoTokenizer, ModernBertConfig, ModernBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = ModernBertConfig(
+        vocab_size=30522,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=2048,
+        global_attn_every_n_layers=1,
+        local_attention=128,
+        pad_token_id=0,
+        cls_token_id=101,
+        sep_token_id=102,
+        bos_token_id=101,
+        eos_token_id=102,
+        num_labels=2,
+        initializer_range=0.3,  # probabilities that differ visibly per pair
+    )
+    ModernBertForSequenceClassification(config).save_pretrained(path)
+    AutoTokenizer.from_pretrained(minilm_dir).save_pretrained(path)
+    return path
+
+
+def save_tiny_deberta_classifier(path: Path) -> Path:
+    """A tiny random DeBERTa-v2 2-class sequence classifier (the noveltybench format's architecture), saved without
+    a tokenizer, as NoveltyBench's model repository is. ``type_vocab_size`` 2 (DeBERTa-v3-large has 0) so that
+    dropping the segment ids would change its probabilities."""
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(0)
+    config = DebertaV2Config(
+        vocab_size=30522,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        type_vocab_size=2,
+        relative_attention=True,
+        position_biased_input=False,
+        pos_att_type=["p2c", "c2p"],
+        max_relative_positions=-1,
+        position_buckets=256,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pad_token_id=0,
+        num_labels=2,
+        initializer_range=0.3,
+    )
+    DebertaV2ForSequenceClassification(config).save_pretrained(path)
     return path
 
 
