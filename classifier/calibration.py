@@ -31,8 +31,22 @@ def expected_calibration_error(labels: np.ndarray, probs: np.ndarray, n_bins: in
     return float(ece)
 
 
-def choose_threshold(labels: np.ndarray, probs: np.ndarray, objective: str = "balanced_accuracy") -> float:
-    """The threshold maximising ``objective`` on validation; ties go to the one nearest 0.5.
+def share_weights(labels: np.ndarray, share: float) -> np.ndarray:
+    """Per-pair weights that make equivalent pairs ``share`` of the total weight: accuracy under them is the
+    accuracy expected on pairs with that share (``share * recall + (1 - share) * specificity``); 0.5 gives
+    balanced accuracy."""
+    labels = np.asarray(labels).astype(int)
+    positives = max(int(labels.sum()), 1)
+    negatives = max(len(labels) - int(labels.sum()), 1)
+    return np.where(labels == 1, share / positives, (1 - share) / negatives)
+
+
+def choose_threshold(
+    labels: np.ndarray, probs: np.ndarray, objective: str = "balanced_accuracy", share: float | None = None
+) -> float:
+    """The threshold maximising ``objective`` on validation; ties go to the one nearest 0.5. With ``share`` (the
+    share of equivalent pairs the user expects where the classifier will be used), the objective is the accuracy
+    expected at that share instead: validation's own share would otherwise decide the threshold.
 
     Candidates are midpoints between consecutive distinct probabilities, so the chosen threshold sits
     between examples rather than on one (stable under tiny numeric differences, e.g. served vs local), and
@@ -41,6 +55,9 @@ def choose_threshold(labels: np.ndarray, probs: np.ndarray, objective: str = "ba
     """
     labels, probs = np.asarray(labels), np.asarray(probs, dtype=float)
     score = _OBJECTIVES[objective]
+    if share is not None:
+        weights = share_weights(labels, share)
+        score = lambda y, p: accuracy_score(y, p, sample_weight=weights)  # noqa: E731
     values = np.unique(probs)
     below = values[0] / 2 if len(values) else 0.0  # every probability >= it: all positive
     above = (values[-1] + 1) / 2 if len(values) and values[-1] < 1 else np.nextafter(1.0, 2.0)  # none >= it

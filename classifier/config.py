@@ -87,7 +87,15 @@ class ClassifierTrainConfig(CommandConfig):
     num_workers: int = option(0, help="DataLoader workers.")
     # Calibration.
     threshold_objective: str = option(
-        "balanced_accuracy", choices=THRESHOLD_OBJECTIVES, help="What the decision threshold maximises on validation."
+        "balanced_accuracy",
+        choices=THRESHOLD_OBJECTIVES,
+        help="What the decision threshold maximises on validation (balanced accuracy does not depend on the "
+        "validation split's share of equivalent pairs).",
+    )
+    expected_equivalent_share: float | None = option(
+        None,
+        help="The share of equivalent pairs you expect where the classifier is used: the threshold then maximises "
+        "the accuracy expected at that share (validation reweighted to it) instead of --threshold-objective.",
     )
     symmetric: bool = option(False, help="Cross-encoder: predict with the mean of both orders.")
     # Logging and checkpoints.
@@ -123,6 +131,9 @@ class ClassifierTrainConfig(CommandConfig):
                 )
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise UserInputError(f"max_grad_norm must be > 0 (or none), got {self.max_grad_norm}")
+        share = self.expected_equivalent_share
+        if share is not None and not 0 < share < 1:
+            raise UserInputError(f"expected_equivalent_share must be between 0 and 1 (exclusive), got {share}")
         unknown = sorted(set(self.report_to) - set(REPORT_TO))
         if unknown:
             raise UserInputError(f"report_to: unknown logger {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")

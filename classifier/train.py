@@ -248,11 +248,16 @@ def _pairs_and_val(config: ClassifierTrainConfig, data: PairSet, val: str | Path
 
 
 def calibrate(
-    clf: EquivalenceScorer, val_pairs: list[LabelledPair], objective: str, report_dir: Path
+    clf: EquivalenceScorer,
+    val_pairs: list[LabelledPair],
+    objective: str,
+    report_dir: Path,
+    share: float | None = None,
 ) -> tuple[float, dict[str, Any]]:
-    """Choose the decision threshold on validation; write metrics and plots at it to ``report_dir``."""
+    """Choose the decision threshold on validation (for ``objective``, or for accuracy at the expected ``share``
+    of equivalent pairs); write metrics and plots at it to ``report_dir``."""
     probs = clf.prob_equivalent([p.texts for p in val_pairs])
-    threshold = choose_threshold([p.similar for p in val_pairs], probs, objective)
+    threshold = choose_threshold([p.similar for p in val_pairs], probs, objective, share)
     return threshold, write_report(val_pairs, probs, threshold, report_dir, "validation split")
 
 
@@ -306,7 +311,9 @@ def train_classifier(
 
     dtype = config.inference_dtype()
     clf = parts.scorer(scoring_copy(trained, dtype, trainer.strategy.root_device))
-    threshold, metrics = calibrate(clf, val_pairs, config.threshold_objective, work_dir / "validation")
+    threshold, metrics = calibrate(
+        clf, val_pairs, config.threshold_objective, work_dir / "validation", config.expected_equivalent_share
+    )
     clf.threshold = threshold
     metrics["train_seconds"] = round(train_seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None

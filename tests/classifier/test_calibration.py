@@ -40,3 +40,20 @@ def test_metrics_match_sklearn():
     assert m["roc_auc"] == pytest.approx(roc_auc_score(labels, probs))
     assert m["f1"] == pytest.approx(f1_score(labels, probs >= 0.5))
     assert m["n"] == 6 and m["threshold"] == 0.5
+
+
+def test_an_expected_share_chooses_the_threshold_for_accuracy_at_that_share():
+    """Validation has 25% equivalent pairs; the user expects 50%. Accuracy on validation picks a high threshold (few
+    pairs called equivalent), accuracy at the stated share the one balanced accuracy picks, and a share of 25%
+    gives back validation's own accuracy optimum."""
+    rng = np.random.default_rng(1)
+    labels = np.array([1] * 100 + [0] * 300)
+    probs = np.clip(0.25 * labels + rng.normal(0.4, 0.15, 400), 0, 1)
+    t_acc, t_bal = choose_threshold(labels, probs, "accuracy"), choose_threshold(labels, probs, "balanced_accuracy")
+    assert t_acc > t_bal + 0.02
+    assert choose_threshold(labels, probs, "accuracy", share=0.5) == t_bal
+    assert choose_threshold(labels, probs, "accuracy", share=0.25) == t_acc
+    # at a 50% share, reweighting the validation pairs is what a balanced test set measures
+    balanced = np.concatenate([np.flatnonzero(labels == 1)] * 3 + [np.flatnonzero(labels == 0)])
+    acc = lambda t: ((probs[balanced] >= t) == labels[balanced]).mean()  # noqa: E731
+    assert acc(t_bal) > acc(t_acc)

@@ -40,6 +40,7 @@ def test_json_config_file(tmp_path):
         ({"epochs": "three"}, "option 'epochs': cannot read 'three' as int"),
         ({"symmetric": "maybe"}, "option 'symmetric': cannot read 'maybe' as bool"),
         ({"threshold_objective": "auc"}, "threshold_objective must be one of"),
+        ({"expected_equivalent_share": 1.0}, "expected_equivalent_share must be between 0 and 1"),
         ({"batch_size": "0"}, "batch_size must be >= 1"),
     ],
 )
