@@ -39,14 +39,16 @@ RL_PARAMS = [
 
 def rl_train(config: RLTrainConfig, resume: bool) -> None:
     from darling.classifier import ClassifierServerError
+    from darling.rl.served_reward_model import RewardServerError
     from darling.rl.train import rl_train as train
 
     try:
         trainer = train(config, resume=resume)
     except ClassifierServerError as exc:
-        # No decision, no reward: stop loudly; checkpoints up to the last saved step are intact.
+        # No decision (or no score), no reward: stop loudly; checkpoints up to the last saved step are intact.
+        server = "reward model" if isinstance(exc, RewardServerError) else "classifier"
         err.print(
-            f"[bold red]error:[/] the classifier server failed ({exc}); fix it and rerun with --resume",
+            f"[bold red]error:[/] the {server} server failed ({exc}); fix it and rerun with --resume",
             highlight=False,
             soft_wrap=True,
         )

@@ -68,8 +68,8 @@ def smollm2_dir() -> Path:
 
 def resolve_model(name: str) -> str:
     """Model alias -> something ``from_pretrained`` / ``vllm serve`` can load (``smollm2``: the packaged
-    SmolLM2-135M-Instruct; ``tiny:qwen3-lm``, ``tiny:qwen3``: tiny random models, ``darling.core.tiny_models``);
-    other names pass through."""
+    SmolLM2-135M-Instruct; ``tiny:qwen3-lm``, ``tiny:qwen3``, ``tiny:reward``: tiny random models,
+    ``darling.core.tiny_models``); other names pass through."""
     from darling.core.tiny_models import is_tiny, tiny_model_dir
 
     if is_tiny(name):

@@ -1,55 +1,93 @@
 """A reward model: a Hugging Face sequence classifier with one output scoring (prompt, response).
 
 Shared by ``darling rl-train`` (quality = sigmoid of the score, so that quality x diversity stays in [0, 1])
-and ``darling eval novelty`` (scores mapped to 1..10 by NoveltyBench's cut points).
+and ``darling eval novelty`` (scores mapped to 1..10 by NoveltyBench's cut points). ``RewardEncoder`` is the one
+place (prompt, response) becomes token ids: the in-process model and the vLLM-served one
+(``darling.rl.served_reward_model``) both use it, so both score the same tokens.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from darling.core.errors import UserInputError
 
 
-class RewardModel:
-    """A one-output HF sequence classifier scoring (prompt, response). A tokenizer with a chat template gets
-    the user/assistant conversation, as NoveltyBench scores; one without (BERT-like) gets the text pair."""
+class RewardEncoder:
+    """(prompt, response) -> token ids for a one-output reward model. A tokenizer with a chat template gets the
+    user/assistant conversation, as NoveltyBench scores; one without (BERT-like) gets the text pair. Truncated on
+    the right to ``max_length`` (at most the tokenizer's own limit)."""
 
-    def __init__(self, path: str, device: str | None = None, batch_size: int = 8, max_length: int = 1024):
-        from transformers import AutoConfig, AutoModelForSequenceClassification
+    def __init__(self, path: str, max_length: int = 1024):
+        from transformers import AutoConfig
 
-        from darling.core.local_models import load_tokenizer
+        from darling.core.local_models import load_tokenizer, resolve_model
 
+        self.path = resolve_model(path)  # tiny:reward and other aliases
         try:
-            labels = AutoConfig.from_pretrained(path).num_labels
+            labels = AutoConfig.from_pretrained(self.path).num_labels
         except OSError as exc:
             raise UserInputError(f"{path}: cannot load the reward model ({exc})") from None
         if labels != 1:
             raise UserInputError(f"{path}: a reward model needs exactly one output (num_labels=1), it has {labels}")
-        self.tokenizer = load_tokenizer(path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, dtype="auto").to(device or "cpu").eval()
-        if self.tokenizer.pad_token is None:  # decoder reward models: pad with EOS, and tell the model
+        self.tokenizer = load_tokenizer(self.path)
+        if self.tokenizer.pad_token is None:  # decoder reward models: pad with EOS (the model is told, too)
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model.config.pad_token_id = self.tokenizer.pad_token_id
-        self.batch_size, self.max_length = batch_size, min(max_length, self.tokenizer.model_max_length)
+        self.max_length = min(max_length, self.tokenizer.model_max_length)
+
+    def batch(self, prompts: Sequence[str], responses: Sequence[str], **kwargs: Any):
+        """The tokenizer's ``BatchEncoding`` of the pairs; ``kwargs`` (padding, tensors) change only the layout,
+        never which tokens an input gets: truncation is per input."""
+        kwargs = dict(truncation=True, max_length=self.max_length, **kwargs)
+        if self.tokenizer.chat_template:
+            convs = [
+                [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
+                for p, r in zip(prompts, responses, strict=True)
+            ]
+            texts = self.tokenizer.apply_chat_template(convs, tokenize=False)
+            return self.tokenizer(texts, add_special_tokens=False, **kwargs)  # the template has its BOS
+        return self.tokenizer(list(prompts), list(responses), **kwargs)
+
+    def encode(self, prompts: Sequence[str], responses: Sequence[str]) -> list[list[int]]:
+        """Token ids per pair, unpadded (what a served model is sent)."""
+        return [list(ids) for ids in self.batch(prompts, responses)["input_ids"]]
+
+    def uses_token_types(self) -> bool:
+        """True when the text-pair encoding marks the response with token types (BERT): token ids alone, all a
+        vLLM request carries, would then not be the input the model scores in process."""
+        if self.tokenizer.chat_template:
+            return False
+        types = self.batch(["a"], ["b"]).get("token_type_ids")
+        return bool(types and any(any(row) for row in types))
+
+
+class RewardModel:
+    """A one-output HF sequence classifier scoring (prompt, response) in this process (encoding:
+    ``RewardEncoder``)."""
+
+    def __init__(self, path: str, device: str | None = None, batch_size: int = 8, max_length: int = 1024):
+        from transformers import AutoModelForSequenceClassification
+
+        self.encoder = RewardEncoder(path, max_length)
+        self.tokenizer = self.encoder.tokenizer
+        self.model = (
+            AutoModelForSequenceClassification.from_pretrained(self.encoder.path, dtype="auto")
+            .to(device or "cpu")
+            .eval()
+        )
+        self.model.config.pad_token_id = self.tokenizer.pad_token_id  # where the last real token is, per row
+        self.batch_size, self.max_length = batch_size, self.encoder.max_length
 
     def scores(self, prompts: Sequence[str], responses: Sequence[str]) -> list[float]:
+        """The model's raw score (its one logit) per pair."""
         import torch
 
         out: list[float] = []
         for start in range(0, len(prompts), self.batch_size):
             ps, rs = prompts[start : start + self.batch_size], responses[start : start + self.batch_size]
-            kwargs = dict(padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-            if self.tokenizer.chat_template:
-                convs = [
-                    [{"role": "user", "content": p}, {"role": "assistant", "content": r}]
-                    for p, r in zip(ps, rs, strict=True)
-                ]
-                texts = self.tokenizer.apply_chat_template(convs, tokenize=False)
-                batch = self.tokenizer(texts, add_special_tokens=False, **kwargs)  # the template has its BOS
-            else:
-                batch = self.tokenizer(list(ps), list(rs), **kwargs)
+            batch = self.encoder.batch(ps, rs, padding=True, return_tensors="pt")
             with torch.inference_mode():
                 logits = self.model(**batch.to(self.model.device)).logits
             out.extend(logits[:, 0].float().cpu().tolist())

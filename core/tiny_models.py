@@ -7,6 +7,9 @@ SmolLM2 (``$DARLING_CACHE/models``). Their outputs are noise: they test plumbing
 - ``tiny:qwen3-lm``: a 2-layer Qwen3 causal LM with the same tokenizer and Qwen's ChatML chat template, the
   policy's architecture (Qwen3-4B-Base), trainable by TRL and servable by vLLM (head_dim 32, the smallest
   vLLM's CPU attention takes).
+- ``tiny:reward``: the same 2-layer Qwen3 as a one-output sequence classifier (a reward model's shape) with the
+  ChatML template, servable by vLLM (``--runner pooling --convert classify``); its score head is drawn wider than
+  the default init so that scores spread over a few units, not a few hundredths.
 
 Every process that asks builds the same weights (seeded), into a temporary folder renamed into place, so a
 killed or concurrent build never leaves half a model.
@@ -25,6 +28,7 @@ TINY_PREFIX = "tiny:"
 TINY_MODELS = {
     "tiny:qwen3": "a 2-layer Qwen3 encoder (the classifier backbone's architecture)",
     "tiny:qwen3-lm": "a 2-layer Qwen3 causal LM with a chat template (the policy's architecture)",
+    "tiny:reward": "a 2-layer Qwen3 reward model (one-output sequence classifier) with a chat template",
 }
 VERSION = 1  # bump when a tiny model's recipe changes: a new cache folder
 # Qwen2/2.5/3 pre-tokenisation, as in the tokenizer.json Qwen models ship
@@ -85,17 +89,28 @@ def tiny_qwen3_config(lm: bool = False, **changes):
 
 def _build(name: str, folder: Path) -> None:
     import torch
-    from transformers import GenerationConfig, PreTrainedModel, Qwen3ForCausalLM, Qwen3Model
+    from transformers import (
+        GenerationConfig,
+        PreTrainedModel,
+        Qwen3ForCausalLM,
+        Qwen3ForSequenceClassification,
+        Qwen3Model,
+    )
 
     torch.manual_seed(0)
     lm = name == "tiny:qwen3-lm"
     model: PreTrainedModel
     tokenizer = qwen_tokenizer()
+    if lm or name == "tiny:reward":
+        tokenizer.chat_template = CHATML_TEMPLATE
+        tokenizer.eos_token = "<|im_end|>"
     if lm:
         model = Qwen3ForCausalLM(tiny_qwen3_config(lm=True))
         model.generation_config = GenerationConfig(eos_token_id=[151645, 151643], pad_token_id=151643)
-        tokenizer.chat_template = CHATML_TEMPLATE
-        tokenizer.eos_token = "<|im_end|>"
+    elif name == "tiny:reward":
+        model = Qwen3ForSequenceClassification(tiny_qwen3_config(num_labels=1))
+        with torch.no_grad():  # the default init (std 0.02) gives scores within ~0.1 of each other
+            model.score.weight.normal_(0.0, 0.5)
     else:
         model = Qwen3Model(tiny_qwen3_config(lm=False))
     model.save_pretrained(folder, safe_serialization=True)
@@ -103,7 +118,7 @@ def _build(name: str, folder: Path) -> None:
 
 
 def tiny_model_dir(name: str) -> Path:
-    """The folder of tiny model ``name`` (``tiny:qwen3`` or ``tiny:qwen3-lm``), built on first use."""
+    """The folder of tiny model ``name`` (one of ``TINY_MODELS``), built on first use."""
     if name not in TINY_MODELS:
         choices = ", ".join(TINY_MODELS)
         raise UserInputError(f"unknown tiny model {name!r}: choose {choices}")

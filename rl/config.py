@@ -98,10 +98,25 @@ class RLTrainConfig(CommandConfig):
         help="Quality from a reward model (HF sequence classifier, one output; sigmoid of its score) "
         "instead of math-verify correctness.",
     )
+    reward_model_urls: list[str] = option(
+        factory=list,
+        aliases=("--reward-model-url",),
+        help="vLLM replica serving --reward-model (`--runner pooling --convert classify`, --max-model-len >= 1024; "
+        "repeatable); --reward-model still gives its tokenizer and chat template (inputs are sent as token ids). "
+        "Default: in-process.",
+    )
     reward_model_device: str | None = option(
         None,
         help="Device of the in-process quality model (the reward model, or relevant-short-answer's encoder); "
         "default: this rank's accelerator when there is one, else cpu.",
+    )
+    server_timeout: float = option(
+        60.0, help="Served classifier and reward model: seconds per request before it counts as failed."
+    )
+    server_retries: int = option(
+        4,
+        help="Served classifier and reward model: retries per replica (exponential backoff) before its requests go "
+        "to the other replicas; when none answers, the run stops (no decision, no reward).",
     )
     combine: str = option(
         "multiply",
@@ -177,6 +192,12 @@ class RLTrainConfig(CommandConfig):
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.reward_model_urls and self.reward_model is None:
+            raise UserInputError("--reward-model-url needs --reward-model (the served model's folder: its tokenizer)")
+        if self.server_timeout <= 0 or self.server_retries < 0:
+            raise UserInputError(
+                f"server_timeout must be > 0 and server_retries >= 0, got {self.server_timeout}, {self.server_retries}"
+            )
         if self.reward_model is not None and self.quality != "math":
             raise UserInputError(f"--reward-model gives the quality; drop --quality {self.quality}")
         if self.max_words < 1:

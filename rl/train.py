@@ -29,7 +29,10 @@ RESUME_MAY_CHANGE = frozenset(
         "max_steps",
         "classifier_urls",
         "classifier_device",
+        "reward_model_urls",
         "reward_model_device",
+        "server_timeout",
+        "server_retries",
         "threads",
         "save_steps",
         "save_total_limit",
@@ -73,16 +76,30 @@ def build_scorer(config: RLTrainConfig):
     from darling.classifier.loading import load_scorer
     from darling.core.devices import rank_device
 
-    device = None if config.classifier_urls else (config.classifier_device or rank_device())
-    return load_scorer(config.classifier, config.classifier_urls, threshold=config.classifier_threshold, device=device)
+    if config.classifier_urls:
+        return load_scorer(
+            config.classifier,
+            config.classifier_urls,
+            threshold=config.classifier_threshold,
+            **client_options(config),
+        )
+    device = config.classifier_device or rank_device()
+    return load_scorer(config.classifier, threshold=config.classifier_threshold, device=device)
+
+
+def client_options(config: RLTrainConfig) -> dict:
+    """Timeouts and retries of the served classifier's and reward model's clients (``PoolingClient``)."""
+    return {"timeout": config.server_timeout, "max_retries": config.server_retries}
 
 
 def build_quality(config: RLTrainConfig):
-    """The quality signal: math-verify correctness, an open-ended quality, or a reward model (in process, on
-    ``reward_model_device``, default this rank's accelerator)."""
+    """The quality signal: math-verify correctness, an open-ended quality, or a reward model (served by
+    ``reward_model_urls``, else in process on ``reward_model_device``, default this rank's accelerator)."""
     from darling.core.devices import rank_device
     from darling.rl.trl_reward import OpenEndedQuality, RewardModelQuality, answer_quality
 
+    if config.reward_model and config.reward_model_urls:
+        return RewardModelQuality(str(config.reward_model), urls=config.reward_model_urls, **client_options(config))
     device = config.reward_model_device or rank_device()
     if config.reward_model:
         return RewardModelQuality(str(config.reward_model), device)

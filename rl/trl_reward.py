@@ -54,12 +54,14 @@ class OpenEndedQuality:
 
 
 class RewardModelQuality:
-    """Quality from a reward model (HF sequence classifier with one output), squashed to (0, 1) by a sigmoid."""
+    """Quality from a reward model (HF sequence classifier with one output), squashed to (0, 1) by a sigmoid:
+    in process on ``device``, or served by vLLM replicas at ``urls`` (``client_options``: their timeouts and
+    retries). A served score that cannot be had raises (``RewardServerError``): no score, no reward."""
 
-    def __init__(self, path: str, device: str | None = None):
-        from darling.core.reward_model import RewardModel
+    def __init__(self, path: str, device: str | None = None, urls: Sequence[str] = (), **client_options: Any):
+        from darling.rl.served_reward_model import load_reward_model
 
-        self.model = RewardModel(path, device)
+        self.model = load_reward_model(path, urls, device, **client_options)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
         from darling.core.reward_model import sigmoid_quality
