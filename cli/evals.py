@@ -1,5 +1,6 @@
-"""``darling eval math | novelty | classifier | compare``: one sub-application; each command's flags are the fields
-of its config (``darling.evals.config``, ``darling.evals.compare``), built by ``cli/options.py``."""
+"""``darling eval math | novelty | creative | classifier | compare``: one sub-application; each command's flags are
+the fields of its config (``darling.evals.config``, ``darling.evals.compare``, ``darling.evals.creative_config``),
+built by ``cli/options.py``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import typer
 
 from darling.cli.classifier import metrics_line
 from darling.cli.common import out
+from darling.cli.eval_creative import eval_creative_cmd
 from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.options import config_command
@@ -89,5 +91,6 @@ eval_compare_cmd = config_command(CompareConfig, eval_compare, doc=COMPARE_DOC)
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
 eval_app.command("math")(eval_math_cmd)
 eval_app.command("novelty")(eval_novelty_cmd)
+eval_app.command("creative")(eval_creative_cmd)
 eval_app.command("classifier")(eval_classifier_cmd)
 eval_app.command("compare")(eval_compare_cmd)

@@ -253,3 +253,55 @@ def assert_one_line_error(result, *fragments: str) -> None:
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     for fragment in fragments:
         assert fragment in result.stderr, result.stderr
+
+
+# -- EQ-Bench creative writing v3 in its formats, with this project's own texts ----------------------------------
+CREATIVE_PROMPTS = {
+    "lantern": {
+        "category": "fable",
+        "title": "Lantern",
+        "writing_prompt": "Fable: a lighthouse lantern learns to speak. <SEED> Third person, about 300 words.",
+        "seed_modifiers": ["The lantern is afraid of the dark.", "A gull carries a message.", "Rain all night."],
+    },
+    "atlas": {
+        "category": "letter",
+        "title": "Atlas",
+        "writing_prompt": "Letter: a retired mapmaker writes to the coast she charted. <SEED>",
+        "seed_modifiers": ["Confess one mistake on an old map.", "End on a question."],
+    },
+    "clocks": {
+        "category": "dialogue",
+        "title": "Clocks",
+        "writing_prompt": "Dialogue: two clockmakers argue whether time can be mended. <SEED>",
+        "seed_modifiers": ["One of them is lying."],
+    },
+}
+CREATIVE_CRITERIA = ["Vivid Imagery", "Coherent Plot", "Distinct Voice", "Clumsy Phrasing", "Flat Dialogue"]
+CREATIVE_NEGATIVE = ["Clumsy Phrasing", "Flat Dialogue"]
+CREATIVE_TEMPLATE = """Task: {writing_prompt}
+
+Story: {test_model_response}
+
+Score the story from 0 to 20 on each of these criteria (lower is better for {lower_is_better_criteria}):
+{creative_writing_criteria}
+
+Reply in exactly this form:
+Vivid Imagery: 14
+Coherent Plot: 9
+Distinct Voice: 11
+Clumsy Phrasing: 6
+Flat Dialogue: 8"""
+
+
+def write_creative_bench(root, prompts=None, criteria=None, negative=None, template=None):
+    """A checkout of EQ-Bench creative writing v3 in its layout and file formats, with this project's own texts (the
+    benchmark has no licence: none of its prompts, criteria or judge prompt is copied)."""
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "creative_writing_prompts_v3.json").write_text(json.dumps(CREATIVE_PROMPTS if prompts is None else prompts))
+    (data / "creative_writing_criteria.txt").write_text(
+        "\n".join(CREATIVE_CRITERIA if criteria is None else criteria) + "\n"
+    )
+    (data / "negative_criteria.txt").write_text("\n".join(CREATIVE_NEGATIVE if negative is None else negative) + "\n\n")
+    (data / "creative_writing_judging_prompt.txt").write_text(CREATIVE_TEMPLATE if template is None else template)
+    return root
