@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import cycle
 from pathlib import Path
+from typing import Any, ClassVar
 
 import httpx
 import numpy as np
@@ -42,6 +43,9 @@ class PoolingClient:
     """Token-id batches to vLLM pooling endpoints over replicas; subclasses name the endpoint and read rows."""
 
     path = ""
+    # Merged into every scoring request's payload (after "model" and "input"): the endpoint's own options, such as
+    # a reward model's {"use_activation": False}. Not sent with the model-name lookup.
+    extra_payload: ClassVar[dict[str, Any]] = {}
 
     def __init__(
         self,
@@ -152,7 +156,7 @@ class PoolingClient:
         raise ClassifierServerError(f"no replica answered ({len(order)} tried): " + "; ".join(errors))
 
     def _chunk(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
-        payload = {"model": self._model_name(base_url), "input": chunk}
+        payload = {"model": self._model_name(base_url), "input": chunk, **self.extra_payload}
         data = self._request_with_retries(base_url, "POST", self.path, payload)["data"]
         if len(data) != len(chunk):
             raise ClassifierServerError(f"{base_url}: asked for {len(chunk)} results, got {len(data)}")

@@ -6,6 +6,9 @@ vLLM's CPU build), in the dtype the export records: the precision it trained in 
 (vLLM's ``--dtype auto`` would serve an fp32 checkpoint in fp16 and move every probability). The parity check
 sends sample pairs as token ids through the same client the RL reward uses and compares with the export scored
 in this process.
+
+The replica machinery (``ReplicaConfig``, ``pooling_replicas``, ``start_servers``, the ready file, SIGTERM) is shared
+with ``darling serve-reward-model`` (``darling.rl.serve_reward_model``), which serves a reward model the same way.
 """
 
 from __future__ import annotations
@@ -37,12 +40,13 @@ SERVE_DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass(kw_only=True)
-class ServeConfig(CommandConfig):
-    """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
+class ReplicaConfig(CommandConfig):
+    """The replica settings every ``serve-*`` command shares (``serve-classifier``, ``serve-reward-model``): how
+    many, where, which vLLM, the check and the ready file. Each command's class names its model and dtype."""
 
     PRESET_PACKAGE: ClassVar[str | None] = None
 
-    model: Path = option(help="An exported classifier directory (train-classifier).")
+    model: Path | str = option(help="The model the replicas serve.")
     replicas: int = option(1, help="Number of vLLM servers (one per GPU).")
     port: int = option(8000, help="Port of the first replica; the others follow (0 = free ports).")
     host: str = option("127.0.0.1", help="Bind address (127.0.0.1 unless you need remote access).")
@@ -52,9 +56,7 @@ class ServeConfig(CommandConfig):
         help="Where the replicas run: comma-separated GPU ids, one per replica (6,7); cpu (vLLM's CPU build, fp32 "
         "or bf16, eager, a small KV cache); auto: GPUs 0.. when CUDA is visible, else cpu.",
     )
-    dtype: str | None = option(
-        None, choices=SERVE_DTYPES, help="Serving dtype; default: the export's (the precision it trained in)."
-    )
+    dtype: str | None = option(None, choices=SERVE_DTYPES, help="Serving dtype.")
     gpu_memory_utilization: float | None = option(
         None, help="Share of each replica's GPU that vLLM may take (default: vLLM's, 0.9)."
     )
@@ -62,7 +64,7 @@ class ServeConfig(CommandConfig):
         None, help="vLLM's Python (default: $DARLING_VLLM_PYTHON, this environment if it has vLLM, else the CPU build)."
     )
     # The flag --check hides CommandConfig.check (the rules hook): this class's rules extend validate() instead.
-    check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")  # type: ignore[assignment]
+    check: bool = option(False, help="Compare served vs in-process scores on sample inputs.")  # type: ignore[assignment]
     exit_after_check: bool = option(False, help="Stop the servers after --check (scripts, CI).")
     ready_file: Path | None = option(
         None,
@@ -92,13 +94,31 @@ class ServeConfig(CommandConfig):
         return False
 
 
+@dataclass(kw_only=True)
+class ServeConfig(ReplicaConfig):
+    """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
+
+    model: Path = option(help="An exported classifier directory (train-classifier).")
+    dtype: str | None = option(
+        None, choices=SERVE_DTYPES, help="Serving dtype; default: the export's (the precision it trained in)."
+    )
+    check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")
+
+
 def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServer]:
-    """The replicas ``config`` asks for (not started): runner by the export's kind, dtype the export's unless
-    overridden, one GPU each (or the CPU build), ports ``port, port+1, ...`` (0: free ports)."""
+    """The classifier replicas ``config`` asks for (not started): runner by the export's kind, dtype the export's
+    unless overridden, the longest input the export's encoder ever builds."""
     from darling.classifier.config import BI_ENCODER
 
     runner = "embed" if meta["kind"] == BI_ENCODER else "classify"
-    dtype = config.dtype or meta["dtype"]
+    return pooling_replicas(config, config.model, runner, config.dtype or meta["dtype"], meta["max_length"])
+
+
+def pooling_replicas(
+    config: ReplicaConfig, model: Path | str, runner: str, dtype: str, max_model_len: int
+) -> list[VLLMServer]:
+    """``config.replicas`` vLLM pooling servers of ``model`` (not started): ``--convert runner``, one GPU each (or
+    the CPU build), ports ``port, port+1, ...`` (0: free ports)."""
     cpu = config.on_cpu()
     gpus = config.gpu_ids() or ([str(k) for k in range(config.replicas)] if not cpu else None)
     servers = []
@@ -112,11 +132,11 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
             extra += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
         servers.append(
             VLLMServer(
-                config.model,
+                Path(model),
                 python=config.python or default_vllm_python(),
                 host=config.host,
                 port=config.port + k if config.port else free_port(config.host),
-                max_model_len=meta["max_length"],  # the longest input the encoder ever builds
+                max_model_len=max_model_len,
                 dtype=dtype,
                 runner=runner,
                 extra_args=extra,
@@ -128,11 +148,15 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
 
 
 def start_replicas(config: ServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
-    """Start the replicas and wait until all are healthy (all are stopped again if one fails)."""
+    """Start the classifier's replicas and wait until all are healthy."""
     from darling.classifier.export import read_export_meta
 
     meta = read_export_meta(config.model)  # fails with one line unless this is a darling export
-    servers = replica_servers(config, meta)
+    return start_servers(replica_servers(config, meta), timeout)
+
+
+def start_servers(servers: list[VLLMServer], timeout: float = 600.0) -> list[VLLMServer]:
+    """Start ``servers`` and wait until all are healthy (all are stopped again if one fails)."""
     try:
         for server in servers:
             server.start()
@@ -196,7 +220,7 @@ def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]])
     local_p, local_d = local.prob_equivalent(pairs), local.is_equivalent(pairs)
     tolerance, threshold = PARITY_TOLERANCE[getattr(local, "dtype", "float32")], local.threshold
     del local
-    _free_gpu_memory()  # the jobs started after the check get this GPU back
+    free_gpu_memory()  # the jobs started after the check get this GPU back
     near = np.abs(local_p - threshold) < tolerance
     disagree = remote_d != local_d
     return ParityReport(
@@ -208,7 +232,7 @@ def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]])
     )
 
 
-def _free_gpu_memory() -> None:
+def free_gpu_memory() -> None:
     import gc
 
     import torch

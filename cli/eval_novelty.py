@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from darling.cli.common import out
+from darling.cli.common import err, out
 from darling.cli.datagen import PROGRESS
 from darling.cli.options import config_command
 from darling.evals.config import NoveltyConfig
@@ -19,7 +19,8 @@ Example (CPU, the packaged SmolLM2, NoveltyBench's curated prompts):
     darling eval novelty --prompts curated.jsonl --model smollm2 --classifier runs/clf --limit 20 \\
         --reward-model runs/rm --output runs/novelty-smollm2
 
-GPUs: `--engine vllm` (or `--engine openai --base-url ...`) and `--classifier-url` per served replica.
+GPUs: `--engine vllm` (or `--engine openai --base-url ...`), `--classifier-url` per served replica (`darling
+serve-classifier`) and `--reward-model-url` per reward-model replica (`darling serve-reward-model`).
 Rerun the same command to resume; `--no-generate --classifier other` rescores without generating (so do
 --partition, --utility and --threshold: they are not part of the generations' identity).
 Writes metrics.json, report.md, novelty.png, scores.parquet, per_prompt.parquet and generations/.
@@ -29,9 +30,19 @@ Every setting below is a field of `darling.evals.config.NoveltyConfig`.
 
 
 def eval_novelty(config: NoveltyConfig, progress: bool) -> None:
+    from darling.classifier import ClassifierServerError
     from darling.evals.novelty import evaluate_novelty
+    from darling.rl.served_reward_model import RewardServerError
 
-    m = evaluate_novelty(config, progress=progress)
+    try:
+        m = evaluate_novelty(config, progress=progress)
+    except ClassifierServerError as exc:
+        # No decision or no score: no metrics (the stored generations stay; a rerun scores them without generating).
+        server = "reward model" if isinstance(exc, RewardServerError) else "classifier"
+        err.print(
+            f"[bold red]error:[/] the {server} server failed ({exc}); fix it and rerun", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(code=1) from None
     run = m["run"]
     if run:
         out.print(f"generations: {run['generated']} new, {run['reused']} already there, {run['failed']} failed")

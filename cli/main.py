@@ -16,7 +16,7 @@ from darling.cli.common import out
 from darling.cli.datagen import datagen_app
 from darling.cli.evals import eval_app
 from darling.cli.pipeline import pipeline_cmd
-from darling.cli.rl import rl_train_cmd, serve_classifier_cmd
+from darling.cli.rl import rl_train_cmd, serve_classifier_cmd, serve_reward_model_cmd
 
 app = typer.Typer(
     name="darling",
@@ -31,6 +31,7 @@ app.command("train-classifier")(train_classifier_cmd)
 app.command("import-classifier")(import_classifier_cmd)
 app.command("rl-train")(rl_train_cmd)
 app.command("serve-classifier")(serve_classifier_cmd)
+app.command("serve-reward-model")(serve_reward_model_cmd)
 app.command("pipeline")(pipeline_cmd)
 
 

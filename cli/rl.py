@@ -1,16 +1,21 @@
-"""``darling rl-train`` and ``darling serve-classifier``: their flags are the fields of ``RLTrainConfig`` and
-``ServeConfig`` (cli/options.py)."""
+"""``darling rl-train``, ``darling serve-classifier`` and ``darling serve-reward-model``: their flags are the fields
+of ``RLTrainConfig``, ``ServeConfig`` and ``RewardServeConfig`` (cli/options.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from darling.classifier.serve import ServeConfig
+from darling.classifier.serve import ReplicaConfig, ServeConfig
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
 from darling.rl.config import RLTrainConfig
+from darling.rl.serve_reward_model import RewardServeConfig
+
+if TYPE_CHECKING:
+    from darling.core.vllm_server import VLLMServer
 
 RL_DOC = """GRPO / DARLING training on TRL with the DARLING reward (quality x normalised diversity).
 
@@ -81,38 +86,82 @@ choose). Ctrl-C or SIGTERM stops every replica.
 
 
 def serve_classifier(config: ServeConfig) -> None:
+    from darling.classifier.serve import parity_check, sample_pairs, start_replicas
+
+    def check(servers: list[VLLMServer]) -> bool:
+        report = parity_check(config.model, [s.base_url for s in servers], sample_pairs())
+        out.print(
+            f"parity {'OK' if report.ok else 'MISMATCH'}: {report.pairs} pairs, max |served - in-process| = "
+            f"{report.max_abs_diff:.2e} (tolerance {report.tolerance:g} in {servers[0].dtype}), decisions agree on "
+            f"{report.decisions_agree}/{report.pairs}"
+            + (
+                f" ({report.near_threshold} others within the tolerance of the threshold)"
+                if report.near_threshold
+                else ""
+            )
+        )
+        return report.ok
+
+    serve_replicas(config, lambda: start_replicas(config), check)
+
+
+REWARD_SERVE_DOC = """Serve a reward model (a sequence classifier with one output) with vLLM on N replicas (`--runner
+pooling --convert classify`), for `rl-train --reward-model-url` and `eval novelty --reward-model-url`.
+
+Examples:
+
+    darling serve-reward-model --model runs/rm --replicas 2 --devices 6,7 --port 8200 --ready-file runs/rm-ready.json &
+
+    darling serve-reward-model --model tiny:reward --devices cpu --port 0 --check --exit-after-check
+
+Then: `darling rl-train --reward-model M --reward-model-url http://127.0.0.1:8200 ...` (repeat per replica; the
+same M: its tokenizer and chat template make the token ids sent). --check compares the served raw scores with the
+model's in this process on NoveltyBench (prompt, response) pairs. vLLM comes from $DARLING_VLLM_PYTHON, else this
+environment, else the CPU build .ci/setup.sh makes (--python to choose). Ctrl-C or SIGTERM stops every replica.
+"""
+
+
+def serve_reward_model(config: RewardServeConfig) -> None:
+    from darling.rl.serve_reward_model import reward_parity_check, sample_reward_pairs, start_reward_replicas
+    from darling.rl.served_reward_model import RewardServerError
+
+    def check(servers: list[VLLMServer]) -> bool:
+        dtype, urls = servers[0].dtype, [s.base_url for s in servers]
+        try:
+            report = reward_parity_check(str(servers[0].model_dir), urls, dtype, *sample_reward_pairs())
+        except RewardServerError as exc:  # e.g. --max-model-len below what the clients send
+            err.print(f"[bold red]error:[/] the check got no score ({exc})", highlight=False, soft_wrap=True)
+            return False
+        low, high = report.score_range
+        out.print(
+            f"parity {'OK' if report.ok else 'MISMATCH'}: {report.pairs} pairs, max |served - in-process| = "
+            f"{report.max_abs_diff:.2e} raw score, {report.max_rel_diff:.2e} of max(1, |score|) (tolerance "
+            f"{report.tolerance:g} in {dtype}); in-process scores {low:.3g} to {high:.3g}"
+        )
+        return report.ok
+
+    serve_replicas(config, lambda: start_reward_replicas(config), check)
+
+
+def serve_replicas(
+    config: ReplicaConfig,
+    start: Callable[[], list[VLLMServer]],
+    check: Callable[[list[VLLMServer]], bool],
+) -> None:
+    """What every serve-* command does with its replicas: start them, print where they are, run ``check`` with
+    --check (exit 1 unless it passes), write the ready file, then serve until Ctrl-C, SIGTERM or a replica's exit
+    (exit 1), stopping all of them on the way out."""
     import time
 
-    from darling.classifier.serve import (
-        parity_check,
-        sample_pairs,
-        start_replicas,
-        stop_all,
-        stop_on_sigterm,
-        write_ready_file,
-    )
+    from darling.classifier.serve import stop_all, stop_on_sigterm, write_ready_file
 
-    model = config.model
     stop_on_sigterm()
-    servers = start_replicas(config)
+    servers = start()
     try:
         for server in servers:
-            out.print(f"serving {model} at {server.base_url}  (log: {server.log_path})")
-        if config.check:
-            report = parity_check(model, [s.base_url for s in servers], sample_pairs())
-            verdict = "OK" if report.ok else "MISMATCH"
-            out.print(
-                f"parity {verdict}: {report.pairs} pairs, max |served - in-process| = {report.max_abs_diff:.2e} "
-                f"(tolerance {report.tolerance:g} in {servers[0].dtype}), decisions agree on "
-                f"{report.decisions_agree}/{report.pairs}"
-                + (
-                    f" ({report.near_threshold} others within the tolerance of the threshold)"
-                    if report.near_threshold
-                    else ""
-                )
-            )
-            if not report.ok:
-                raise typer.Exit(code=1)
+            out.print(f"serving {config.model} at {server.base_url}  (log: {server.log_path})")
+        if config.check and not check(servers):
+            raise typer.Exit(code=1)
         if config.ready_file is not None:
             write_ready_file(config.ready_file, servers)
         if config.exit_after_check:
@@ -130,3 +179,4 @@ def serve_classifier(config: ServeConfig) -> None:
 
 rl_train_cmd = config_command(RLTrainConfig, rl_train, RL_PARAMS, doc=RL_DOC, preset="cpu")
 serve_classifier_cmd = config_command(ServeConfig, serve_classifier, doc=SERVE_DOC)
+serve_reward_model_cmd = config_command(RewardServeConfig, serve_reward_model, doc=REWARD_SERVE_DOC)

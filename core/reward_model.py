@@ -65,15 +65,18 @@ class RewardEncoder:
 
 class RewardModel:
     """A one-output HF sequence classifier scoring (prompt, response) in this process (encoding:
-    ``RewardEncoder``)."""
+    ``RewardEncoder``), in the checkpoint's dtype unless ``dtype`` names another (``serve-reward-model --check``
+    scores in the dtype the replicas serve)."""
 
-    def __init__(self, path: str, device: str | None = None, batch_size: int = 8, max_length: int = 1024):
+    def __init__(
+        self, path: str, device: str | None = None, batch_size: int = 8, max_length: int = 1024, dtype: str = "auto"
+    ):
         from transformers import AutoModelForSequenceClassification
 
         self.encoder = RewardEncoder(path, max_length)
         self.tokenizer = self.encoder.tokenizer
         self.model = (
-            AutoModelForSequenceClassification.from_pretrained(self.encoder.path, dtype="auto")
+            AutoModelForSequenceClassification.from_pretrained(self.encoder.path, dtype=dtype)
             .to(device or "cpu")
             .eval()
         )

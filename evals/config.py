@@ -149,6 +149,13 @@ class NoveltyConfig(EngineConfig):
     reward_model: str | None = option(
         None, help="One-output HF reward model for quality; none: quality = 1 (diversity only)."
     )
+    reward_model_urls: list[str] = option(
+        factory=list,
+        aliases=("--reward-model-url",),
+        help="vLLM replica serving --reward-model (`darling serve-reward-model`; repeatable), e.g. "
+        "http://127.0.0.1:8200; --reward-model still gives its tokenizer and chat template (inputs are sent as token "
+        "ids). Default: in-process.",
+    )
     cut_points: str | None = option(
         None, help="Comma-separated reward cut points -> quality 1..n+1; default NoveltyBench's."
     )
@@ -190,6 +197,8 @@ class NoveltyConfig(EngineConfig):
             raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
         if not self.classifier:
             raise UserInputError("give --classifier DIR (a darling export or a HF pair classifier)")
+        if self.reward_model_urls and not self.reward_model:
+            raise UserInputError("--reward-model-url needs --reward-model (its tokenizer and chat template)")
 
 
 def check_cut_points(cut_points: Sequence[float]) -> None:

@@ -14,7 +14,9 @@ order) is credited with its quality, repeats count 0. ``utility`` averages the c
 
 Quality is a one-output reward model's score bucketed to 1..10 by NoveltyBench's cut points for
 Skywork-Reward-Gemma-2-27B-v0.2 (``bisect_left(cut_points, score) + 1``: a score equal to a cut point falls in
-the lower bucket); without a reward model every response has quality 1, so utility measures diversity only.
+the lower bucket); the model scores in process, or on its vLLM replicas (``--reward-model-url``,
+``darling.rl.served_reward_model``: a score no replica gives stops the evaluation); without a reward model every
+response has quality 1, so utility measures diversity only.
 
 Generations are resumable ``ShardStore`` shards in ``OUTPUT/generations`` keyed by (prompt_id, sample_index);
 a rerun asks only for missing or failed samples. Their identity (``run.json``) is the generation settings
@@ -38,7 +40,6 @@ import polars as pl
 from darling.core.engine_config import build_engine, engine_options
 from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
-from darling.core.reward_model import RewardModel
 from darling.core.schemas import stable_id
 from darling.core.shards import RUN_FILE, ShardStore
 from darling.evals.config import (
@@ -266,7 +267,7 @@ def score_generations(
     del scorer  # free it before the reward model loads
     raw: list[float | None] = [None] * frame.height
     if config.reward_model:
-        raw = RewardModel(config.reward_model, device).scores(frame["prompt"].to_list(), frame["response"].to_list())
+        raw = reward_scores(config.reward_model, config.reward_model_urls, frame, device)
     quality = [1 if r is None else quality_bucket(r, config.quality_cut_points) for r in raw]
     k = len(groups[0])  # every complete prompt has exactly k responses
     pairs = list(zip(classes, [quality[i : i + k] for i in range(0, len(quality), k)], strict=True))
@@ -284,6 +285,19 @@ def score_generations(
         pl.Series("mean_quality", [float(np.mean(q)) for _, q in pairs], dtype=pl.Float64),
     )
     return scored, per_prompt, asdict(stats)
+
+
+def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: str) -> list[float | None]:
+    """The reward model's raw score per response: from its replicas at ``urls`` or in this process. A served score
+    that cannot be had raises ``RewardServerError``: no score, no quality, no utility."""
+    from darling.rl.served_reward_model import load_reward_model
+
+    model = load_reward_model(path, urls, device)
+    try:
+        return list(model.scores(frame["prompt"].to_list(), frame["response"].to_list()))
+    finally:
+        if hasattr(model, "close"):  # served: its HTTP connections
+            model.close()
 
 
 # -- the whole evaluation ------------------------------------------------------------------------------------

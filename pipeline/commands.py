@@ -20,24 +20,29 @@ from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
 from darling.pipeline.resources import INPUT_FILES, accelerate_config
 from darling.pipeline.steps import (
     EVAL_NAME,
+    REWARD_SERVERS_FILE,
     SERVERS_FILE,
     Step,
     classifier_step,
     compare_step,
     datagen_step,
+    eval_creative_step,
     eval_math_steps,
     eval_models,
     eval_novelty_steps,
+    import_step,
     input_path,
     labels_step,
     pairs_step,
+    reward_serve_step,
     rl_step,
     run_relative,
     serve_step,
     training_pairs_step,
 )
 
-STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty", "compare")
+# Every stage in chain order; a config runs those it has (the chat track: no rollouts, pairs, labels or eval-math).
+STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty", "eval-creative", "compare")
 COMMANDS_FILE = "commands.sh"
 LOGS = "logs"
 # Shell functions every block may use; the script and the runner define them once, before any block.
@@ -115,6 +120,10 @@ def labels_block(c: PipelineConfig) -> StageCommands:
 
 
 def classifier_block(c: PipelineConfig) -> StageCommands:
+    if c.classifier_from == "import":
+        step = import_step(c)
+        where = f"CPU, minutes: {c.import_classifier['source']} in the {step.config.format} format"
+        return StageCommands("classifier", where, [step.line(c.run)], [step])
     data, train = training_pairs_step(c), classifier_step(c)
     cfg = train.config
     processes = f"{train.launcher[-1]} processes (torchrun)" if train.launcher else "one process"
@@ -129,27 +138,48 @@ def rl_block(c: PipelineConfig) -> StageCommands:
         f"{cfg.policy}, TRL GRPOTrainer, {c.rl_processes} process(es) per run"
         + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
         + (", the classifier on serve-classifier replicas" if c.serve_classifier else ", the classifier in process")
+        + (", the reward model on serve-reward-model replicas" if c.serve_reward_model else "")
         + ("; DARLING, then GRPO with the same settings" if c.grpo_baseline else "")
     )
     lines: list[str] = []
     steps = list(runs)
+    servers: list[tuple[Step, str]] = []
     if c.serve_classifier:
-        serve = serve_step(c)
-        ready = run_relative(c.run / "rl" / SERVERS_FILE, c.run)
-        lines += [
-            f'mkdir -p "$RUN/rl" && rm -f "{ready}"',
-            f'{serve.line(c.run)} > "$RUN/logs/serve-classifier.log" 2>&1 &',
-            "SERVE=$!",
-            f'wait_ready "{ready}" "$SERVE" serve-classifier "$RUN/logs/serve-classifier.log"',
-        ]
-        steps.insert(0, serve)
+        servers.append((serve_step(c), SERVERS_FILE))
+    if c.serve_reward_model:
+        servers.append((reward_serve_step(c), REWARD_SERVERS_FILE))
+    for server, ready in servers:
+        lines += start_in_background(c, server, "rl", ready)
+    steps[:0] = [server for server, _ in servers]
     for group in [runs] if not trl_server(c) else [[r] for r in runs]:
         lines += trl_server_lines(c, group[0]) if trl_server(c) else []
         lines += side_by_side(group, c.run, c.jobs)
         lines += ['kill "$TRL_VLLM"; wait "$TRL_VLLM" || true'] if trl_server(c) else []
-    if c.serve_classifier:
-        lines.append('kill "$SERVE"; wait "$SERVE" || true  # stop the replicas: their GPUs are free again')
+    for server, _ in servers:
+        lines.append(stop_background(server))
     return StageCommands("rl", where, lines, steps)
+
+
+def _pid_var(server: Step) -> str:
+    return server.name.upper().replace("-", "_")  # serve-reward-model-eval-novelty -> SERVE_REWARD_MODEL_EVAL_NOVELTY
+
+
+def start_in_background(c: PipelineConfig, server: Step, folder: str, ready: str) -> list[str]:
+    """A serving command (its replicas) in the background, and a wait until its ready file says they answer."""
+    path = run_relative(c.run / folder / ready, c.run)
+    log = f'"$RUN/logs/{server.name}.log"'
+    return [
+        f'mkdir -p "$RUN/{folder}" && rm -f "{path}"',
+        f"{server.line(c.run)} > {log} 2>&1 &",
+        f"{_pid_var(server)}=$!",
+        f'wait_ready "{path}" "${_pid_var(server)}" {server.name} {log}',
+    ]
+
+
+def stop_background(server: Step) -> str:
+    return (
+        f'kill "${_pid_var(server)}"; wait "${_pid_var(server)}" || true  # stop its replicas: their devices are free'
+    )
 
 
 def trl_server(c: PipelineConfig) -> bool:
@@ -171,37 +201,63 @@ def trl_server_lines(c: PipelineConfig, run: Step) -> list[str]:
 
 def eval_blocks(c: PipelineConfig) -> list[StageCommands]:
     models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in eval_models(c).items())
-    math_steps, novelty_steps = eval_math_steps(c), eval_novelty_steps(c)
-    math = StageCommands("eval-math", _engine_where(math_steps[0].config, "pass@k"), steps=math_steps)
-    math.lines = [
-        f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
-        *side_by_side(math_steps, c.run, c.jobs),
-    ]
+    blocks: list[StageCommands] = []
+    if c.evaluate_math:
+        math_steps = eval_math_steps(c)
+        math = StageCommands("eval-math", _engine_where(math_steps[0].config, "pass@k"), steps=math_steps)
+        math.lines = [
+            f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
+            *side_by_side(math_steps, c.run, c.jobs),
+        ]
+        blocks.append(math)
+    novelty_steps = eval_novelty_steps(c)
     novelty = StageCommands(
         "eval-novelty",
         _engine_where(novelty_steps[0].config, "generation; the fresh classifier in process"),
         steps=novelty_steps,
     )
     novelty.lines = side_by_side(novelty_steps, c.run, c.jobs)
+    if c.serve_reward_model:  # utility from the reward model's replicas, started again for this stage
+        server = reward_serve_step(c, "eval-novelty")
+        novelty.lines = [
+            *start_in_background(c, server, "eval-novelty", REWARD_SERVERS_FILE),
+            *novelty.lines,
+            stop_background(server),
+        ]
+        novelty.steps.insert(0, server)
     step = compare_step(c)
     compare = StageCommands(
         "compare", "CPU, seconds: from the saved generations and training logs", [step.line(c.run)], [step]
     )
-    return [math, novelty, compare]
+    blocks.append(novelty)
+    if c.evaluate_creative:
+        creative = eval_creative_step(c)
+        where = _engine_where(creative.config, "every policy writes; the judge scores at temperature 0")
+        blocks.append(StageCommands("eval-creative", where, [creative.line(c.run)], [creative]))
+    return [*blocks, compare]
 
 
 def stage_commands(config: PipelineConfig) -> list[StageCommands]:
     """Every stage's block, in order (building them also builds, and so checks, every command's config)."""
+    rollouts = (
+        [] if config.rollouts_from == "none" else [datagen_block(config), pairs_block(config), labels_block(config)]
+    )
     stages = [
-        datagen_block(config),
-        pairs_block(config),
-        labels_block(config),
+        *rollouts,
         classifier_block(config),
         rl_block(config),
         *eval_blocks(config),
     ]
-    assert [s.name for s in stages] == list(STAGES)
+    assert [s.name for s in stages] == stage_names(config)
     return stages
+
+
+def stage_names(config: PipelineConfig) -> list[str]:
+    """The stages this config's chain runs, in order."""
+    skipped = {"datagen", "pairs", "labels"} if config.rollouts_from == "none" else set()
+    skipped |= set() if config.evaluate_math else {"eval-math"}
+    skipped |= set() if config.evaluate_creative else {"eval-creative"}
+    return [name for name in STAGES if name not in skipped]
 
 
 def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:
@@ -246,7 +302,7 @@ def input_files(config: PipelineConfig) -> dict[Path, str]:
                 ]
     if config.rollouts_from == "generate" and config.datagen.get("generators"):
         files[input_path(config, "generators.json")] = _json({"generators": config.datagen["generators"]})
-    for name, model in eval_models(config).items():
+    for name, model in eval_models(config).items() if config.evaluate_math else ():
         files[input_path(config, f"eval-math-{name}.json")] = _json({"generators": [eval_generator(config, model)]})
     if config.rl_accelerate:
         files[input_path(config, "accelerate.yaml")] = accelerate_config(config.rl_accelerate, config.rl_processes)

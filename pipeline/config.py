@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.foreign import ImportConfig
 from darling.classifier.serve import ServeConfig
 from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, coerce, option
@@ -24,7 +25,9 @@ from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
 from darling.evals.compare import CompareConfig
 from darling.evals.config import MathEvalConfig, NoveltyConfig
+from darling.evals.creative_config import CreativeConfig
 from darling.rl.config import RLTrainConfig
+from darling.rl.serve_reward_model import RewardServeConfig
 
 INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
@@ -51,18 +54,30 @@ class Section:
     extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
 
 
-_RL_WIRED = ("output", "classifier", "classifier_urls", "seed", "threads", "diversity", "prune_checkpoints")
+_RL_WIRED = (
+    "output",
+    "classifier",
+    "classifier_urls",
+    "reward_model_urls",
+    "seed",
+    "threads",
+    "diversity",
+    "prune_checkpoints",
+)
 SECTIONS: dict[str, Section] = {
     "datagen": Section(RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",)),
     "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers")),
     "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads")),
     "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed")),
     "classifier": Section(ClassifierTrainConfig, ("seed", "threads"), ("preset",)),
+    "import_classifier": Section(ImportConfig, (), ("source",)),
     "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check")),
+    "serve_reward": Section(RewardServeConfig, ("model", "ready_file", "exit_after_check")),
     "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",)),
     "rl_grpo": Section(RLTrainConfig, _RL_WIRED),  # what the GRPO baseline sets differently from [rl]
     "eval_math": Section(MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads")),
-    "eval_novelty": Section(NoveltyConfig, ("output", "model", "classifier", "seed", "threads")),
+    "eval_novelty": Section(NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls")),
+    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus")),
     "compare": Section(CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed")),
 }
 
@@ -91,8 +106,15 @@ class PipelineConfig(CommandConfig):
     )
     rollouts_from: str = option(
         "champ",
-        choices=("champ", "generate"),
-        help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators.",
+        choices=("champ", "generate", "none"),
+        help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators; none: no "
+        "rollouts, pairs or labels (the chat track: the classifier trains on human pairs, or is imported).",
+    )
+    classifier_from: str = option(
+        "train",
+        choices=("train", "import"),
+        help="train: train-classifier on the training pairs; import: import-classifier ([import_classifier] source, "
+        "format), e.g. a released classifier.",
     )
     grpo_baseline: bool = option(
         True,
@@ -102,6 +124,15 @@ class PipelineConfig(CommandConfig):
     keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.")
     serve_classifier: bool = option(
         False, help="RL scores with the classifier served by `serve-classifier` ([serve]), not in each process."
+    )
+    serve_reward_model: bool = option(
+        False,
+        help="RL and eval novelty score quality with [rl] reward_model served by `serve-reward-model` "
+        "([serve_reward]), not in each process.",
+    )
+    evaluate_math: bool = option(True, help="Run eval-math (pass@k before/after RL); the chat track has none.")
+    evaluate_creative: bool = option(
+        False, help="Run eval-creative (EQ-Bench creative writing v3 rubric; [eval_creative] bench_dir is yours)."
     )
     rl_processes: int = option(1, help="Processes of each RL run (`accelerate launch --num_processes`).")
     rl_accelerate: str | None = option(
@@ -119,11 +150,18 @@ class PipelineConfig(CommandConfig):
     labels: dict[str, Any] = table("datagen label settings (JudgeConfig fields).")
     training_pairs: dict[str, Any] = table("datagen training-pairs settings (TrainingPairsConfig fields).")
     classifier: dict[str, Any] = table("train-classifier settings (ClassifierTrainConfig fields; preset).")
+    import_classifier: dict[str, Any] = table(
+        "import-classifier settings, with classifier_from = import (source, ImportConfig fields)."
+    )
     serve: dict[str, Any] = table("serve-classifier settings, with serve_classifier (ServeConfig fields).")
+    serve_reward: dict[str, Any] = table(
+        "serve-reward-model settings, with serve_reward_model (RewardServeConfig fields)."
+    )
     rl: dict[str, Any] = table("rl-train settings of both RL runs (RLTrainConfig fields; preset).")
     rl_grpo: dict[str, Any] = table("rl-train settings only the GRPO baseline changes (RLTrainConfig fields).")
     eval_math: dict[str, Any] = table("eval math settings (MathEvalConfig fields).")
     eval_novelty: dict[str, Any] = table("eval novelty settings (NoveltyConfig fields).")
+    eval_creative: dict[str, Any] = table("eval creative settings (CreativeConfig fields; bench_dir, judge_model).")
     compare: dict[str, Any] = table("eval compare settings (CompareConfig fields).")
 
     @property
@@ -139,6 +177,18 @@ class PipelineConfig(CommandConfig):
             setattr(self, name, checked_table(name, section, getattr(self, name)))
         if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):
             raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
+        no_labels = self.rollouts_from == "none" and self.classifier_from == "train"
+        if no_labels and self.training_pairs.get("source") != "human":
+            raise UserInputError("rollouts_from=none trains on human pairs only: set [training_pairs] source = human")
+        if self.classifier_from == "import" and not self.import_classifier.get("source"):
+            raise UserInputError("classifier_from=import needs [import_classifier] source (a folder or hub name)")
+        if self.serve_reward_model and not self.rl_reward_model():
+            raise UserInputError("serve_reward_model needs [rl] reward_model (the model the replicas serve)")
+        if self.evaluate_creative and not self.eval_creative.get("bench_dir"):
+            raise UserInputError(
+                "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
+                "--set eval_creative.bench_dir=PATH"
+            )
         if self.rl.get("vllm_mode") == "server" and self.serve_classifier:
             port = int(self.rl.get("vllm_server_port", 8000))
             first, replicas = int(self.serve.get("port", 8000)), int(self.serve.get("replicas", 1))
@@ -147,6 +197,14 @@ class PipelineConfig(CommandConfig):
                     f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
                     f"{replicas} replicas): give TRL's vLLM server another"
                 )
+
+    def rl_reward_model(self) -> str | None:
+        """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""
+        preset = self.rl.get("preset")
+        value = self.rl.get("reward_model") or (RLTrainConfig.preset_values(preset) if preset else {}).get(
+            "reward_model"
+        )
+        return str(value) if value else None
 
     def identity(self) -> dict[str, Any]:
         """Flat ``{field: value}`` (table entries as ``table.key``) of what defines the results, preset first."""
@@ -183,6 +241,8 @@ def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[s
                 raise UserInputError(f"{where}: expected a list of tables with name and model")
             for i, entry in enumerate(value):
                 generator_spec(entry, f"{where}[{i}]")  # checked here; written to RUN/inputs/generators.json
+            out[key] = value
+        elif key in section.extra:  # the pipeline's own key of this table (import_classifier's source)
             out[key] = value
         elif base not in known:
             raise UserInputError(f"{where}: unknown option (not a field of {section.config.__name__})")

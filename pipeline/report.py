@@ -91,7 +91,35 @@ def _labels(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def _imported_classifier(s: dict[str, Any]) -> list[str]:
+    i = s["imported"]
+    return [
+        f"Imported `{i['source']}` in the `{i['format']}` format ({s['kind']}, {s['dtype']}, "
+        f"{s['max_tokens_per_response']} tokens per response, threshold {s['threshold']}) to "
+        "[`classifier/`](classifier/); not trained here, so no validation metrics (`darling eval classifier` "
+        "measures it).",
+        "",
+    ]
+
+
+def _creative(s: dict[str, Any]) -> list[str]:
+    lines = [
+        f"EQ-Bench creative writing v3 rubric, judge `{s['judge_model']}`: {s['prompts']} prompts x {s['iterations']} "
+        "iteration(s); score = mean criterion score x 5 (0-100), bootstrap 95% interval over prompts. Details in "
+        "[`eval-creative/report.md`](eval-creative/report.md).",
+        "",
+        "| policy | score | 95% interval | pieces judged |",
+        "| --- | ---: | --- | ---: |",
+    ]
+    for name, m in s["models"].items():
+        low, high = m.get("interval") or (None, None)
+        lines.append(f"| {name} | {fmt(m.get('score'), 2)} | [{fmt(low, 2)}, {fmt(high, 2)}] | {m.get('judged')} |")
+    return [*lines, ""]
+
+
 def _classifier(s: dict[str, Any]) -> list[str]:
+    if "imported" in s:
+        return _imported_classifier(s)
     d, v = s["data"], s["validation"]
     schedule = s.get("schedule") or {}
     launch = f", launched as `{s['launcher']}`" if s.get("launcher") else ""
@@ -133,7 +161,8 @@ SECTIONS = {
     "rl": ("5. RL: DARLING, and the GRPO baseline beside it", rl_section, []),
     "eval-math": ("6. Math before/after RL: pass@k", eval_math_section, []),
     "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", eval_novelty_section, []),
-    "compare": ("8. DARLING against GRPO and the base policy", compare_section, []),
+    "eval-creative": ("8. Creative writing (EQ-Bench v3 rubric)", _creative, []),
+    "compare": ("9. DARLING against GRPO and the base policy", compare_section, []),
 }
 
 
@@ -149,7 +178,10 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "| stage | status | wall time (s) |",
         "| --- | --- | ---: |",
     ]
-    for name in SECTIONS:
+    from darling.pipeline.commands import stage_names
+
+    active = stage_names(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
+    for name in active:
         r = records.get(name, {})
         lines.append(f"| {name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
@@ -161,7 +193,10 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "",
     ]
     for name, (title, render, links) in SECTIONS.items():
+        if name not in active:
+            continue
         r = records.get(name, {})
+        title = f"{active.index(name) + 1}. {title.split('. ', 1)[1]}"  # numbered within this chain's stages
         lines += _header(name, r, title, links)
         summary = r.get("summary") or {}
         if r.get("status") == "done" and summary:
@@ -213,7 +248,7 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
     data = (records.get("classifier", {}).get("summary") or {}).get("data") or {}
     if data.get("noveltybench_file"):
         found.append({"role": "noveltybench_pairs", "path": data["noveltybench_file"]})
-    problems = eval_math_steps(config)[0].config.problems
+    problems = eval_math_steps(config)[0].config.problems if config.evaluate_math else []
     specs = [*problems, *([str(config.datagen.get("problems"))] if config.rollouts_from == "generate" else [])]
     for spec in dict.fromkeys(specs):
         path = Path(spec)

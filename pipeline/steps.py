@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.foreign import ImportConfig
 from darling.classifier.serve import ServeConfig
 from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, base_type, coerce, field_types
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.compare import EVAL_QUALITY, CompareConfig
 from darling.evals.config import MathEvalConfig, NoveltyConfig
-from darling.pipeline.config import INPUTS_PREFIX, PipelineConfig
+from darling.evals.creative_config import CreativeConfig
+from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
 from darling.rl.config import RLTrainConfig
+from darling.rl.serve_reward_model import RewardServeConfig
 
 BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"  # eval-math/<name>/, eval-novelty/<name>/
 # eval math names the model this in every folder: per-request seeds derive from the name, so all policies draw the
@@ -31,6 +34,7 @@ BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"  # eval-math/<name>/, eval
 EVAL_NAME = "policy"
 INPUTS = "inputs"
 SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl/
+REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in rl/ and eval-novelty/
 ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
@@ -46,10 +50,11 @@ class Step:
     shell_params: dict[str, str] = field(default_factory=dict)  # rendered as shell text (a conditional flag)
     launcher: list[str] = field(default_factory=list)  # words before `darling` (env, torchrun, accelerate launch)
     explicit: tuple[str, ...] = ()  # settings the stage's table names: on the line even where they equal the default
+    positional: tuple[str, ...] = ()  # arguments after the command words (import-classifier SOURCE)
 
     def argv(self, run: Path) -> list[str]:
         """The command line after ``darling``, paths under ``run`` written as ``$RUN/...``."""
-        words = list(self.words)
+        words = [*self.words, *(run_relative(p, run) for p in self.positional)]
         if self.preset is not None:
             words += ["--preset", self.preset]
         for name, value in self.params.items():
@@ -142,7 +147,7 @@ def table_values(c: PipelineConfig, section: str) -> dict[str, Any]:
     """A stage's table as command settings: ``inputs:NAME`` as its path in RUN/inputs, the pipeline's keys out."""
     values = {}
     for key, value in getattr(c, section).items():
-        if key in ("preset", "generators"):
+        if key in SECTIONS[section].extra:  # the pipeline's keys (preset, generators, source), not the command's
             continue
         is_input = isinstance(value, str) and value.startswith(INPUTS_PREFIX)
         values[key] = input_path(c, value.removeprefix(INPUTS_PREFIX)) if is_input else value
@@ -203,7 +208,9 @@ def labels_step(c: PipelineConfig) -> Step:
 
 
 def training_pairs_step(c: PipelineConfig) -> Step:
-    wired = {"labels": c.run / "labels", "output": c.run / "training-pairs", "seed": c.seed}
+    wired: dict[str, Any] = {"output": c.run / "training-pairs", "seed": c.seed}
+    if c.rollouts_from != "none":  # the chat track has no judge labels: human pairs only
+        wired["labels"] = c.run / "labels"
     config = stage_config(c, "training_pairs", TrainingPairsConfig, **wired)
     return Step("training-pairs", ("datagen", "training-pairs"), config, explicit=shown(c, wired, "training_pairs"))
 
@@ -236,6 +243,20 @@ def classifier_urls(c: PipelineConfig) -> list[str]:
     return [f"http://{serve.host}:{serve.port + k}" for k in range(serve.replicas)]
 
 
+def reward_serve_step(c: PipelineConfig, folder: str = "rl") -> Step:
+    """``serve-reward-model`` replicas of ``[rl] reward_model`` for the stage writing to ``folder`` (its log is
+    ``serve-reward-model.log`` in rl, ``serve-reward-model-<folder>.log`` in another stage)."""
+    wired = {"model": c.rl_reward_model(), "ready_file": c.run / folder / REWARD_SERVERS_FILE}
+    config = RewardServeConfig.build(overrides={**table_values(c, "serve_reward"), **wired})
+    name = "serve-reward-model" + ("" if folder == "rl" else f"-{folder}")
+    return Step(name, ("serve-reward-model",), config, explicit=shown(c, wired, "serve_reward"))
+
+
+def reward_urls(c: PipelineConfig) -> list[str]:
+    serve = reward_serve_step(c).config
+    return [f"http://{serve.host}:{serve.port + k}" for k in range(serve.replicas)]
+
+
 def rl_resume(folder: str) -> str:
     """rl-train refuses --resume without a checkpoint (and a fresh run over one): resume what an interrupted run
     left, if anything."""
@@ -257,6 +278,8 @@ def rl_step(c: PipelineConfig, grpo: bool = False) -> Step:
     }
     if c.serve_classifier:
         wired["classifier_urls"] = classifier_urls(c)
+    if c.serve_reward_model:
+        wired["reward_model_urls"] = reward_urls(c)
     own = table_values(c, "rl_grpo") if grpo else {}
     config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
     launcher: list[str] = []
@@ -299,6 +322,7 @@ def eval_novelty_steps(c: PipelineConfig) -> list[Step]:
             "classifier": str(c.run / "classifier"),
             "seed": c.seed,
             **threads(c, NoveltyConfig),
+            **({"reward_model_urls": reward_urls(c)} if c.serve_reward_model else {}),
         }
         config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
         explicit = shown(c, wired, "eval_novelty")
@@ -317,7 +341,7 @@ def compare_step(c: PipelineConfig) -> Step:
     wired = {
         "output": c.run / "compare",
         "novelty": [f"{n}={c.run / 'eval-novelty' / n}" for n in names],
-        "math": [f"{n}={c.run / 'eval-math' / n}" for n in names],
+        "math": [f"{n}={c.run / 'eval-math' / n}" for n in names] if c.evaluate_math else [],
         "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
         "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
         "seed": c.seed,
@@ -325,3 +349,26 @@ def compare_step(c: PipelineConfig) -> Step:
     defaults = {"quality": quality, "max_words": rl.max_words}
     config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
     return Step("compare", ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
+
+
+def import_step(c: PipelineConfig) -> Step:
+    """``import-classifier SOURCE``: a classifier trained elsewhere (a released one) as the chain's export."""
+    config = ImportConfig.build(overrides=table_values(c, "import_classifier"))
+    params = {"output": c.run / "classifier"}
+    source = str(c.import_classifier["source"])
+    explicit = named_in(c, "import_classifier")
+    return Step("import-classifier", ("import-classifier",), config, params, explicit=explicit, positional=(source,))
+
+
+def eval_creative_step(c: PipelineConfig) -> Step:
+    """Every policy of ``eval_models`` written and judged in one ``eval creative`` (its report compares them)."""
+    models = eval_models(c)
+    wired: dict[str, Any] = {
+        "output": c.run / "eval-creative",
+        "model": [f"{name}={model}" for name, model in models.items()],
+        "seed": c.seed,
+        "versus": f"{DARLING}:{GRPO if c.grpo_baseline else BASE}",
+        **threads(c, CreativeConfig),
+    }
+    config = stage_config(c, "eval_creative", CreativeConfig, **wired)
+    return Step("eval-creative", ("eval", "creative"), config, explicit=shown(c, wired, "eval_creative"))

@@ -14,6 +14,7 @@ from darling.pipeline.steps import (
     EVAL_NAME,
     classifier_step,
     datagen_step,
+    eval_creative_step,
     eval_math_steps,
     eval_models,
     eval_novelty_steps,
@@ -45,7 +46,15 @@ def plan_notes(config: PipelineConfig) -> list[str]:
     """What the chain does by design that a reader could mistake for a rescue, said before it starts."""
     notes = []
     data = training_pairs_step(config).config
-    if data.source == "human":
+    if config.classifier_from == "import":
+        source = config.import_classifier["source"]
+        notes.append(f"the classifier is {source}, imported, not trained: no training pairs are used")
+    elif config.rollouts_from == "none":
+        notes.append(
+            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs: the chat track has "
+            "no rollouts or judge"
+        )
+    elif data.source == "human":
         judge = labels_step(config).config.judge_model
         notes.append(
             f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs by design: "
@@ -95,7 +104,15 @@ def labels(c: PipelineConfig) -> dict[str, Any]:
     return _json(Path(labels_step(c).config.output) / "summary.json")
 
 
+def imported_classifier(c: PipelineConfig) -> dict[str, Any]:
+    meta = _json(c.run / "classifier" / "darling.json")
+    keys = ("imported", "kind", "backbone", "dtype", "max_tokens_per_response", "threshold")
+    return {k: meta[k] for k in keys}
+
+
 def classifier(c: PipelineConfig) -> dict[str, Any]:
+    if c.classifier_from == "import":
+        return imported_classifier(c)
     step = classifier_step(c)
     config = step.config
     meta = _json(step.params["output"] / "darling.json")
@@ -208,6 +225,23 @@ def eval_novelty(c: PipelineConfig) -> dict[str, Any]:
     return {"models": results, "quality": quality, "prompts": str(prompts), "patience": 0.8}
 
 
+def eval_creative(c: PipelineConfig) -> dict[str, Any]:
+    step = eval_creative_step(c)
+    m = _json(c.run / "eval-creative" / "metrics.json")
+    models = {
+        name: {"score": w["score"], "interval": w["interval_95"], "judged": w["judged"]}
+        for name, w in m["models"].items()
+    }
+    prompts = max((w["prompts_scored"] for w in m["models"].values()), default=0)
+    return {
+        "models": models,
+        "judge_model": step.config.judge_model,
+        "prompts": prompts,
+        "iterations": step.config.iterations,
+        "versus": m.get("versus"),
+    }
+
+
 def compare(c: PipelineConfig) -> dict[str, Any]:
     s = _json(c.run / "compare" / "compare.json")
     novelty = eval_novelty_steps(c)[0].config
@@ -222,6 +256,7 @@ SUMMARIES: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
     "rl": rl,
     "eval-math": eval_math,
     "eval-novelty": eval_novelty,
+    "eval-creative": eval_creative,
     "compare": compare,
 }
 

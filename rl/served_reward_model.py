@@ -21,7 +21,7 @@ a vLLM request carries token ids only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from darling.classifier.client import ClassifierServerError, PoolingClient
 from darling.core.errors import UserInputError
@@ -40,12 +40,7 @@ class RewardClient(PoolingClient):
     """``/classify`` with the activation off: one raw score per pre-encoded input."""
 
     path = "/classify"
-
-    def _request_with_retries(self, base_url: str, method: str, path: str, payload: dict | None) -> dict:
-        # PoolingClient sends {"model", "input"}; the raw logit needs one more field on every scoring request.
-        if payload is not None:
-            payload = {**payload, "use_activation": False}
-        return super()._request_with_retries(base_url, method, path, payload)
+    extra_payload: ClassVar[dict[str, Any]] = {"use_activation": False}  # the raw logit, not its sigmoid
 
     def _rows(self, item: dict) -> list[float]:
         if len(item["probs"]) != 1:  # a two-class classifier would give P(class 1), not a reward
@@ -59,6 +54,18 @@ class RewardClient(PoolingClient):
         return [float(x) for x in self.run_ids(input_ids)[:, 0]] if input_ids else []
 
 
+def servable_encoder(path: str, max_length: int = 1024) -> RewardEncoder:
+    """The encoder of a reward model that vLLM can serve with the scores it has in process; a one-line error for one
+    it cannot (not one output; a text-pair encoding that marks the response with token types)."""
+    encoder = RewardEncoder(path, max_length)
+    if encoder.uses_token_types():
+        raise UserInputError(
+            f"{path}: its text-pair encoding uses token types, which a vLLM request cannot carry; score it in "
+            "process (no --reward-model-url), or use a reward model with a chat template"
+        )
+    return encoder
+
+
 class ServedRewardModel:
     """``RewardModel.scores`` over vLLM replicas: the tokenizer (and checks) from ``path``, the weights on the
     servers. ``client_options``: ``PoolingClient``'s timeout, max_retries, backoff, max_concurrency."""
@@ -66,12 +73,7 @@ class ServedRewardModel:
     def __init__(
         self, path: str, urls: Sequence[str], batch_size: int = 64, max_length: int = 1024, **client_options: Any
     ):
-        self.encoder = RewardEncoder(path, max_length)
-        if self.encoder.uses_token_types():
-            raise UserInputError(
-                f"{path}: its text-pair encoding uses token types, which a vLLM request cannot carry; score it in "
-                "process (no --reward-model-url), or use a reward model with a chat template"
-            )
+        self.encoder = servable_encoder(path, max_length)
         self.client = RewardClient(list(urls), batch_size=batch_size, **client_options)
 
     def scores(self, prompts: Sequence[str], responses: Sequence[str]) -> list[float]:

@@ -13,13 +13,15 @@ from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import ClassifierEvalConfig, MathEvalConfig, NoveltyConfig
 from darling.rl.config import RLTrainConfig
+from darling.rl.serve_reward_model import RewardServeConfig
 
-CONFIGS = [ClassifierTrainConfig, RLTrainConfig, ServeConfig]  # every command's settings dataclass
+CONFIGS = [ClassifierTrainConfig, RLTrainConfig, ServeConfig, RewardServeConfig]  # every command's settings dataclass
 CONFIGS += [RolloutConfig, PairConfig, JudgeConfig, MathEvalConfig, NoveltyConfig, ClassifierEvalConfig]
 # Settings with no default, and what every preset's rules need (rl-train's DARLING reward needs a classifier).
 REQUIRED: dict[type, dict] = {
     RLTrainConfig: {"output": "runs/rl", "classifier": "runs/clf"},
     ServeConfig: {"model": "runs/clf"},
+    RewardServeConfig: {"model": "tiny:reward"},
     RolloutConfig: {"output": "runs/rollouts"},
     PairConfig: {"rollouts": "runs/rollouts", "output": "runs/pairs"},
     JudgeConfig: {"pairs": "runs/pairs", "output": "runs/labels", "judge_model": "smollm2"},

@@ -390,3 +390,31 @@ def test_partition_and_utility_options_rescore_stored_generations(tmp_path, mini
     assert "Utility `darling-fork`: DARLING's evaluation fork" in report and "patience 0.8" not in report
     scores = pl.read_parquet(tmp_path / "out" / "scores.parquet")
     assert scores["class_id"].to_list() == [0, 1, 2, 3]
+
+
+def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, minilm_path):
+    """--reward-model-url: quality comes from the replicas (load_reward_model), and a score no replica gives stops
+    the evaluation with one line and exit 1, leaving the last metrics as they were: never a utility without its
+    qualities. No server is started here (one costs ~40 s): the replica is a URL nobody listens on, as after a
+    crash; served scores equal in-process ones in tests/rl/test_reward_model_served.py."""
+    from helpers import assert_one_line_error, darling_in_process, save_tiny_modernbert_classifier
+
+    from darling.core.vllm_server import free_port
+    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+
+    clf = save_tiny_modernbert_classifier(tmp_path / "clf", minilm_path)  # a 2-label HF classifier: --threshold
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "colour", "prompt": "Name a colour."}])
+    out = tmp_path / "out"
+    config = NoveltyConfig(output=out, prompts=str(prompts), model="m", k=2, classifier=str(clf), threshold=0.5)
+    evaluate_novelty(config, engine=ScriptedEngine(texts={"colour": ["Blue", "Red"]}))  # stored, no reward model
+    metrics = (out / "metrics.json").read_text()
+    dead = f"http://127.0.0.1:{free_port()}"
+    args = ["eval", "novelty", "--no-generate", "--classifier", clf, "--threshold", "0.5", "-o", out]
+    result = darling_in_process(*args, "--reward-model", "tiny:reward", "--reward-model-url", dead)
+    assert result.returncode == 1, result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # after the classifier's loading bar
+    assert last.startswith("error: the reward model server failed (no replica answered (1 tried)"), result.stderr
+    assert "Traceback" not in result.stderr
+    assert (out / "metrics.json").read_text() == metrics
+    no_model = darling_in_process(*args, "--reward-model-url", dead)
+    assert_one_line_error(no_model, "--reward-model-url needs --reward-model")

