@@ -64,7 +64,12 @@ def load_exported_strict(path: str | Path, auto_class=None, dtype: str = "float3
     model, info = auto_class.from_pretrained(
         str(path), dtype=getattr(torch, dtype), use_safetensors=True, output_loading_info=True
     )
+    check_loading_info(path, info)
+    return model
+
+
+def check_loading_info(path: str | Path, info: dict) -> None:
+    """A missing, unexpected or mis-shaped weight (``from_pretrained``'s ``output_loading_info``) is an error."""
     problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
     if problems or info.get("error_msgs"):
         raise UserInputError(f"{path}: weights do not match the model config: {problems or info['error_msgs']}")
-    return model

@@ -157,15 +157,15 @@ def _load_weights(source: str, trust_remote_code: bool):
     """The sequence classifier, every weight matched (a mismatch is an error, never a silently new layer)."""
     from transformers import AutoModelForSequenceClassification
 
+    from darling.classifier.backbones import check_loading_info
+
     try:
         model, info = AutoModelForSequenceClassification.from_pretrained(
             source, dtype="auto", output_loading_info=True, trust_remote_code=trust_remote_code
         )
     except OSError as exc:
         raise UserInputError(f"{source}: cannot load the weights ({exc})") from None
-    problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
-    if problems or info.get("error_msgs"):
-        raise UserInputError(f"{source}: weights do not match the config: {problems or info['error_msgs']}")
+    check_loading_info(source, info)
     return model
 
 

