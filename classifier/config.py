@@ -74,6 +74,7 @@ class ClassifierTrainConfig(CommandConfig):
     # Hardware: passed straight to lightning.Trainer.
     accelerator: str = option("auto", help="Lightning accelerator (auto, cpu, gpu).")
     devices: str = option("auto", help="Lightning devices (auto, 1, 8).")
+    num_nodes: int = option(1, help="Lightning nodes: > 1 under a multi-node torchrun (srun), devices per node.")
     strategy: str = option("auto", help="Lightning strategy: auto, ddp, fsdp, deepspeed_stage_2.")
     precision: str = option("32-true", help="Lightning precision: 32-true or bf16-mixed.")
     gradient_checkpointing: bool = option(
@@ -110,7 +111,7 @@ class ClassifierTrainConfig(CommandConfig):
     def check(self) -> None:
         if self.max_steps < 1 and self.epochs < 1:
             raise UserInputError("set max_steps >= 1 or epochs >= 1")
-        for name in ("batch_size", "accumulate_grad_batches", "max_tokens_per_response"):
+        for name in ("batch_size", "accumulate_grad_batches", "max_tokens_per_response", "num_nodes"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.strategy.startswith("deepspeed_stage_3"):

@@ -101,6 +101,7 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
     trainer = L.Trainer(
         accelerator=config.accelerator,
         devices=config.devices if config.devices == "auto" else int(config.devices),
+        num_nodes=config.num_nodes,
         strategy=_strategy(config, model),
         precision=config.precision,
         max_steps=config.max_steps if uses_steps else -1,

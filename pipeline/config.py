@@ -42,6 +42,10 @@ NOT_IDENTITY = (
     "rl_gpus",
     "trl_vllm_gpus",
     "serve",
+    "launcher",
+    "nodes",
+    "gpus_per_node",
+    "slurm",
 )
 
 
@@ -69,7 +73,7 @@ SECTIONS: dict[str, Section] = {
     "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers")),
     "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads")),
     "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed")),
-    "classifier": Section(ClassifierTrainConfig, ("seed", "threads"), ("preset",)),
+    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",)),
     "import_classifier": Section(ImportConfig, (), ("source",)),
     "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check")),
     "serve_reward": Section(RewardServeConfig, ("model", "ready_file", "exit_after_check")),
@@ -145,6 +149,19 @@ class PipelineConfig(CommandConfig):
     trl_vllm_gpus: str | None = option(
         None, help="With [rl] vllm_mode = server: the GPUs of `trl vllm-serve` (CUDA_VISIBLE_DEVICES)."
     )
+    launcher: str = option(
+        "local",
+        choices=("local", "slurm"),
+        help="local: run the chain here; slurm: also write RUN/slurm/ (an sbatch script per stage, submit.sh chaining "
+        "them) and run nothing.",
+    )
+    nodes: int = option(1, help="slurm: nodes of the training jobs (classifier, RL); other stages use one.")
+    gpus_per_node: int = option(8, help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.")
+    slurm: dict[str, Any] = option(
+        factory=dict,
+        flag=False,
+        help="slurm: more #SBATCH options for every job, e.g. --set slurm.partition=gpu --set slurm.time=48:00:00.",
+    )
     datagen: dict[str, Any] = table("datagen rollouts settings (RolloutConfig fields; generators = a list of tables).")
     pairs: dict[str, Any] = table("datagen pairs settings (PairConfig fields).")
     labels: dict[str, Any] = table("datagen label settings (JudgeConfig fields).")
@@ -171,6 +188,8 @@ class PipelineConfig(CommandConfig):
     def check(self) -> None:
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
+        if self.nodes < 1 or self.gpus_per_node < 0:
+            raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
         if self.jobs < 1 or self.rl_processes < 1:
             raise UserInputError(f"jobs and rl_processes must be >= 1, got {self.jobs} and {self.rl_processes}")
         for name, section in SECTIONS.items():

@@ -25,6 +25,7 @@ from darling.core.vllm_server import cuda_available
 from darling.pipeline.commands import LOGS, PRELUDE, STAGES, StageCommands, stage_commands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.report import write_manifest, write_report
+from darling.pipeline.slurm import write_slurm
 from darling.pipeline.summaries import plan_notes, summarise
 
 IDENTITY_FILE = "run.json"
@@ -132,7 +133,7 @@ def _write_only(
     config: PipelineConfig, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """A dry run, or a GPU chain on a machine without CUDA: commands.sh and the manifest, no stage runs."""
-    if config.dry_run:
+    if config.dry_run or config.launcher == "slurm":
         status = "dry-run"
         log(f"dry run: wrote {commands} (nothing was run)")
     else:
@@ -160,7 +161,11 @@ def run_pipeline(
     write_inputs(config)
     commands, _ = write_commands(config)
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
-    if config.dry_run or (config.requires_cuda and not cuda_available()):
+    if config.launcher == "slurm":
+        jobs = write_slurm(config, stages)
+        log(f"slurm: wrote {len(jobs) - 1} jobs; submit them with `bash {jobs[-1]}` (nothing was run here)")
+        result["slurm"] = jobs
+    if config.dry_run or config.launcher == "slurm" or (config.requires_cuda and not cuda_available()):
         return _write_only(config, commands, result, argv, log)
     book = StageBook(config.run)
     for note in plan_notes(config):  # what the chain does by design, said before it starts

@@ -69,9 +69,9 @@ class Step:
 
     def line(self, run: Path) -> str:
         """The shell line: ``VAR=value`` assignments, the launcher, ``-m darling`` (or ``darling`` alone)."""
-        launch = [w if ENV_ASSIGNMENT.match(w) else _quote(run_relative(w, run)) for w in self.launcher]
+        launch = [w if ENV_ASSIGNMENT.match(w) else shell_word(run_relative(w, run)) for w in self.launcher]
         head = [*launch, "-m", "darling"] if self.launcher else ["darling"]
-        return " ".join([*head, *(_quote(w) for w in self.argv(run)), *self.shell_params.values()])
+        return " ".join([*head, *(shell_word(w) for w in self.argv(run)), *self.shell_params.values()])
 
 
 def baseline(cls: type[CommandConfig], preset: str | None) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def _set_value(value: Any, run: Path) -> str:
     return run_relative(value, run)
 
 
-def _quote(word: str) -> str:
+def shell_word(word: str) -> str:
     """A word naming ``$RUN`` in double quotes so the shell expands it; everything else shell-quoted."""
     return f'"{word}"' if "$RUN" in word and '"' not in word and "`" not in word else shlex.quote(word)
 
@@ -223,6 +223,8 @@ def process_count(devices: str) -> int:
 def classifier_step(c: PipelineConfig) -> Step:
     preset = c.classifier.get("preset")
     wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}
+    if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/slurm.py): Lightning must know
+        wired["num_nodes"] = c.nodes
     config = stage_config(c, "classifier", ClassifierTrainConfig, **wired)
     params = {"data": str(c.run / "training-pairs" / "pairs.jsonl"), "output": c.run / "classifier"}
     shell = {"resume": '$( [ -f "$RUN/classifier/training/checkpoints/last.ckpt" ] && echo --resume )'}

@@ -275,3 +275,65 @@ def test_side_by_side_starts_the_next_command_when_any_ends_and_a_failure_ends_t
 
 
 # -- slow: the whole cpu chain, every stage through its commands ----------------------------------------------------
+
+
+def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
+    """`--launcher slurm --nodes 2`: an sbatch script per stage with its node and GPU counts, submit.sh chaining them
+    (afterok), the training stages started once per node by srun at a c10d rendezvous on the first node, the
+    classifier replicas bound to that node's name and called by it; every `darling` line parsed by the real command
+    line builds its step's config. Nothing runs, and `local` writes no slurm folder."""
+    from darling.cli.main import app
+    from darling.cli.options import parse_argv
+    from darling.pipeline.slurm import SLURM_DIR, SUBMIT
+
+    run = tmp_path / "run"
+    result = darling(
+        "pipeline",
+        "--preset",
+        "paper",
+        "--launcher",
+        "slurm",
+        "--nodes",
+        2,
+        "--gpus-per-node",
+        8,
+        "--set",
+        "slurm.partition=gpu",
+        "--set",
+        "slurm.time=48:00:00",
+        "-o",
+        run,
+    )
+    assert result.returncode == 0 and f"bash {run / SLURM_DIR / SUBMIT}" in result.stdout, result.stderr
+    config = build_config("paper", run, launcher="slurm", nodes=2, gpus_per_node=8)
+    stages = stage_commands(config)
+    submit = (run / SLURM_DIR / SUBMIT).read_text()
+    jobs = re.findall(r"sbatch --parsable(?: --dependency=\"afterok:\$prev\")? (\S+)\)", submit)
+    assert jobs == [f"{i:02d}-{s.name}.sbatch" for i, s in enumerate(stages, 1)]
+    assert submit.count('--dependency="afterok:$prev"') == len(stages) - 1
+    for name, stage in zip(jobs, stages, strict=True):
+        text = (run / SLURM_DIR / name).read_text()
+        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, name
+        nodes = 2 if stage.name in ("classifier", "rl") else 1
+        assert f"#SBATCH --nodes={nodes}\n" in text and "#SBATCH --partition=gpu\n" in text, name
+        assert ("#SBATCH --gpus-per-node=8\n" in text) == (stage.name not in ("pairs", "compare")), name
+        lines = darling_commands(text.replace('"$HEAD_NODE"', "node-0").replace("$HEAD_NODE", "node-0"), run)
+        assert len(lines) == len(stage.steps), name
+        for (launcher, words), step in zip(lines, stage.steps, strict=True):
+            parsed, _ = parse_argv(app, words)
+            if step.words[0] == "serve-classifier":  # bound to the first node's name on two nodes
+                assert parsed.host == "node-0"
+                parsed.host = step.config.host
+            if step.words[0] == "rl-train":  # the replicas' URLs name the first node
+                assert parsed.classifier_urls == [u.replace("127.0.0.1", "node-0") for u in step.config.classifier_urls]
+                parsed.classifier_urls = step.config.classifier_urls
+                assert launcher[:4] == ["srun", "--nodes=2", "--ntasks-per-node=1", "env"]
+                assert "--num_machines" in launcher and launcher[launcher.index("--num_processes") + 1] == "12"
+                assert launcher[launcher.index("--main_process_ip") + 1] == "node-0"
+            if step.words[0] == "train-classifier":
+                assert parsed.num_nodes == 2 and launcher[:3] == ["srun", "--nodes=2", "--ntasks-per-node=1"]
+                assert launcher[launcher.index("--rdzv-endpoint") + 1] == "node-0:29500"
+            assert parsed == step.config, (name, words)
+    local = tmp_path / "local"
+    assert darling("pipeline", "--preset", "paper", "-o", local).returncode == 0
+    assert not (local / SLURM_DIR).exists() and "--num-nodes" not in (local / "commands.sh").read_text()
