@@ -1,6 +1,6 @@
-"""``darling eval math | novelty | creative | classifier | compare``: one sub-application; each command's flags are
-the fields of its config (``darling.evals.config``, ``darling.evals.compare``, ``darling.evals.creative_config``),
-built by ``cli/options.py``."""
+"""``darling eval math | novelty | creative | classifier | compare | study``: one sub-application; each command's
+flags are the fields of its config (``darling.evals.config``, ``compare``, ``creative_config``, ``study``), built by
+``cli/options.py``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.options import config_command
 from darling.evals.compare import CompareConfig
 from darling.evals.config import ClassifierEvalConfig
+from darling.evals.study import StudyConfig
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
 
@@ -88,9 +89,37 @@ def eval_compare(config: CompareConfig) -> None:
 
 eval_compare_cmd = config_command(CompareConfig, eval_compare, doc=COMPARE_DOC)
 
+STUDY_DOC = """One comparison run with several seeds, pooled: each seed's DARLING minus GRPO (its own interval over
+prompts) and one pooled interval from a hierarchical bootstrap (seeds, then prompts within each seed).
+
+Example (the compare folders of `darling pipeline --seeds 1,2,3`, or of your own runs):
+
+    darling eval study --compare 1=runs/study/seed-1/compare --compare 2=runs/study/seed-2/compare \
+        --compare 3=runs/study/seed-3/compare --output runs/study/study
+
+Writes OUTPUT/study.json and study.md. Every setting below is a field of `darling.evals.study.StudyConfig`.
+"""
+
+
+def eval_study(config: StudyConfig) -> None:
+    from darling.evals.study import study
+
+    result = study(config)
+    for metric, figures in result["metrics"].items():
+        pooled = figures["pooled"]
+        lo, hi = pooled["interval"]
+        out.print(
+            f"{metric}: {result['pair']} = {pooled['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}] over {pooled['seeds']} seeds"
+        )
+    out.print(f"-> {config.output}/study.json, study.md")
+
+
+eval_study_cmd = config_command(StudyConfig, eval_study, doc=STUDY_DOC)
+
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
 eval_app.command("math")(eval_math_cmd)
 eval_app.command("novelty")(eval_novelty_cmd)
 eval_app.command("creative")(eval_creative_cmd)
 eval_app.command("classifier")(eval_classifier_cmd)
 eval_app.command("compare")(eval_compare_cmd)
+eval_app.command("study")(eval_study_cmd)

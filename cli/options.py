@@ -34,11 +34,20 @@ def param(name: str, annotation: Any, default: Any = inspect.Parameter.empty) ->
 
 
 def _cli_type(kind: Any) -> Any:
-    """The type typer parses a flag as: lists stay repeatable lists, everything else as itself."""
+    """The type typer parses a flag as: lists stay repeatable lists (of numbers: read as text, so that ``--seeds
+    1,2,3`` works as ``--seeds 1 --seeds 2 --seeds 3``; ``numbers_joined`` hands them to the config), everything
+    else as itself."""
     if typing.get_origin(kind) in (list, tuple):
         item = (typing.get_args(kind) or (str,))[0]
-        return list[item]  # type: ignore[valid-type]  # built at run time from the field's annotation
+        return list[str] if item in (int, float) else list[item]  # type: ignore[valid-type]
     return kind
+
+
+def numbers_joined(cls: type[CommandConfig], name: str, value: Any) -> Any:
+    """A repeatable number flag's texts as one comma list, which the config reads as its field's type."""
+    kind = base_type(field_types(cls)[name])[0]
+    numbers = typing.get_origin(kind) in (list, tuple) and (typing.get_args(kind) or (str,))[0] in (int, float)
+    return ",".join(map(str, value)) if numbers and isinstance(value, list | tuple) else value
 
 
 def field_params(cls: type[CommandConfig], exclude: Sequence[str] = ()) -> list[inspect.Parameter]:
@@ -107,7 +116,8 @@ def config_command(
         kwargs = dict(kwargs)
         overrides = parse_set_options(kwargs.pop("set_", None))
         # Unset: None, or an empty tuple for a repeatable flag never given (click's own value, before typer's).
-        overrides.update({n: kwargs[n] for n in setting_names if kwargs.get(n) not in (None, (), [])})
+        given = {n: kwargs[n] for n in setting_names if kwargs.get(n) not in (None, (), [])}
+        overrides.update({n: numbers_joined(cls, n, v) for n, v in given.items()})
         if fixed is not None:
             overrides.update(fixed(kwargs))
         config = cls.build(kwargs.pop("preset", None), kwargs.pop("config", None), overrides)

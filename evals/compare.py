@@ -141,7 +141,8 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, level: floa
     means = diff[idx].mean(axis=1)
     tail = (1 - level) / 2 * 100
     interval = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
-    return {"mean": float(diff.mean()), "interval": interval, "n": int(diff.size)}
+    values = [round(float(v), 6) for v in diff]  # per prompt: what a study over seeds resamples (eval study)
+    return {"mean": float(diff.mean()), "interval": interval, "n": int(diff.size), "values": values}
 
 
 def compare_novelty(

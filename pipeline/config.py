@@ -42,6 +42,7 @@ NOT_IDENTITY = (
     "rl_gpus",
     "trl_vllm_gpus",
     "serve",
+    "seeds",
     "launcher",
     "nodes",
     "gpus_per_node",
@@ -104,6 +105,11 @@ class PipelineConfig(CommandConfig):
     )
     dry_run: bool = option(False, help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.")
     seed: int = option(0, help="Seed of every stage.")
+    seeds: list[int] = option(
+        factory=list,
+        help="A study: the whole chain once per seed (RUN/seed-S, each its own resumable run), then `eval study` "
+        "pools DARLING minus GRPO over prompts and seeds (RUN/study). E.g. --seeds 1,2,3.",
+    )
     threads: int | None = option(1, help="CPU threads of every command (torch's, the hf engine's); none: their own.")
     jobs: int = option(
         1, help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores."
@@ -188,6 +194,10 @@ class PipelineConfig(CommandConfig):
     def check(self) -> None:
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
+        if self.seeds and (len(set(self.seeds)) < 2 or len(set(self.seeds)) != len(self.seeds)):
+            raise UserInputError(f"seeds: give at least two different seeds, got {self.seeds}")
+        if self.seeds and not self.grpo_baseline:
+            raise UserInputError("seeds: a study pools DARLING minus GRPO, so it needs grpo_baseline")
         if self.nodes < 1 or self.gpus_per_node < 0:
             raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
         if self.jobs < 1 or self.rl_processes < 1:

@@ -16,12 +16,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.core.vllm_server import cuda_available
+from darling.evals.study import StudyConfig, study
 from darling.pipeline.commands import LOGS, PRELUDE, STAGES, StageCommands, stage_commands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.report import write_manifest, write_report
@@ -148,14 +150,38 @@ def _write_only(
     return result
 
 
+def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str] | None) -> dict[str, Any]:
+    """``seeds``: the chain once per seed into ``RUN/seed-S`` (each its own run: its identity, stages, resumption),
+    then ``eval study`` over their comparisons into ``RUN/study``. A dry run (or a GPU chain without GPUs) writes
+    every seed's commands.sh and no study."""
+    results = {}
+    for seed in config.seeds:
+        log(f"== seed {seed} ({config.seeds.index(seed) + 1}/{len(config.seeds)}) -> {config.run / f'seed-{seed}'}")
+        one = replace(config, seed=seed, seeds=[], output=config.run / f"seed-{seed}")
+        results[seed] = run_pipeline(one, log, argv)
+    statuses = {r["status"] for r in results.values()}
+    if statuses != {"done"}:
+        return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
+    compare = [f"{seed}={config.run / f'seed-{seed}' / 'compare'}" for seed in config.seeds]
+    result = study(StudyConfig(compare=compare, output=config.run / "study", seed=config.seed))
+    for metric, figures in result["metrics"].items():
+        lo, hi = figures["pooled"]["interval"]
+        log(f"study: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    report = config.run / "study" / "study.md"
+    return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
+
+
 def run_pipeline(
     config: PipelineConfig, log: Callable[[str], None] | None = None, argv: list[str] | None = None
 ) -> dict[str, Any]:
     """Run (or, with ``dry_run`` / a CUDA preset on a machine without CUDA, only write) the chain into
     ``config.output``. Returns ``{"status", "run", "commands", "stages", "report", "manifest"}``; status is
-    ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest."""
+    ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest. With ``seeds``: the chain
+    once per seed, then the study (``run_seeds``)."""
     log = log or (lambda line: print(line, flush=True))
     config.validate()
+    if config.seeds:
+        return run_seeds(config, log, argv)
     stages = stage_commands(config)  # builds, and so checks, every command's settings before anything is written
     check_identity(config)
     write_inputs(config)

@@ -4,24 +4,11 @@ the command through its command line."""
 
 import json
 
-import polars as pl
 import pytest
-from helpers import darling
+from helpers import darling, write_scores
 
 from darling.evals.compare import compare_math, compare_novelty, paired_difference
 from darling.evals.compare_report import novelty_lines
-
-
-def write_scores(folder, groups):
-    """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet like eval novelty's."""
-    rows = [
-        {"prompt_id": pid, "prompt": f"Name {pid}.", "sample_index": i, "response": text, "class_id": cls, "quality": 1}
-        for pid, group in groups.items()
-        for i, (text, cls) in enumerate(group)
-    ]
-    folder.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
-    return folder
 
 
 def write_math(folder, correct: dict[str, list[bool]]):
@@ -73,7 +60,8 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     )
     assert darling_figures["quality"] == pytest.approx((3 + 4 / 6) / 4)
     diff = result["differences"]["darling - grpo"]
-    assert diff["distinct"] == {"mean": 2.0, "interval": [2.0, 2.0], "n": 6}  # the same gap on every prompt
+    # the same gap on every prompt
+    assert diff["distinct"] == {"mean": 2.0, "interval": [2.0, 2.0], "n": 6, "values": [2.0] * 6}
     section = "\n".join(novelty_lines(result, "short-answer", 4))
     assert "distinct: darling above grpo by 2.00 classes per prompt" in section
     assert "quality: darling below grpo by" in section

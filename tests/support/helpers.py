@@ -291,3 +291,17 @@ def write_creative_bench(root, prompts=None, criteria=None, negative=None, templ
     (data / "negative_criteria.txt").write_text("\n".join(CREATIVE_NEGATIVE if negative is None else negative) + "\n\n")
     (data / "creative_writing_judging_prompt.txt").write_text(CREATIVE_TEMPLATE if template is None else template)
     return root
+
+
+def write_scores(folder, groups):
+    """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet like eval novelty's."""
+    import polars as pl
+
+    rows = [
+        {"prompt_id": pid, "prompt": f"Name {pid}.", "sample_index": i, "response": text, "class_id": cls, "quality": 1}
+        for pid, group in groups.items()
+        for i, (text, cls) in enumerate(group)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
+    return folder
