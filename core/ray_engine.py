@@ -15,6 +15,10 @@ Two things the vLLM stage of ``ray.data.llm`` (2.60) does differently from vLLM'
 - it does not return vLLM's finish reason: a sample that used all its ``max_tokens`` is ``length``, others ``stop``.
 Structured output (the judge's choices or regex) goes in ``sampling_params.structured_outputs`` as vLLM takes it.
 
+A replica ends its vLLM engine (a process vLLM spawns) when Ray Data lets the actor exit gracefully, as it does at
+the end of a run; an actor killed by force (``ray stop --force``, a crash) leaves that process behind, holding its
+memory or GPU until it is killed: on a long-lived cluster, look for ``VLLM::EngineCore`` processes without a parent.
+
 The driver (this process) needs ``ray[data]``; the cluster's workers need vLLM (``pip install 'darling[ray]'`` on a
 GPU image). A model given as a local folder must be at the same path on every node (a shared file system), or give
 a hub id. ``devices="cpu"``: vLLM's CPU build on every worker, one CPU bundle per engine, fp32, eager.

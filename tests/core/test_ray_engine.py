@@ -47,7 +47,27 @@ def ray_cluster():
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        # A force-stopped vLLM actor leaves its engine-core process behind (vLLM spawns it; only the actor's graceful
+        # exit stops it): end those of this cluster, found by the scratch path in their environment.
+        for pid in pids_whose_environment_names(str(scratch)):
+            os.kill(pid, signal.SIGKILL)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def pids_whose_environment_names(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
+
+
+def children(pid: int) -> list[int]:
+    listing = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in listing.split()]
 
 
 def ray_args(address: str, replicas: int = 1) -> list:
@@ -82,7 +102,9 @@ def test_rollouts_on_ray_equal_todays_engine_and_survive_a_killed_replica(ray_cl
         time.sleep(0.2)
     killed = vllm_actor_pids()
     assert proc.poll() is None and killed, "the run ended before a replica could be killed: make it longer"
-    os.kill(killed[0], signal.SIGKILL)  # a lost worker: Ray Data restarts the actor and retries its batches
+    # A lost worker, vLLM's engine core with it: Ray Data restarts the actor and retries its batches.
+    for pid in [killed[0], *children(killed[0])]:
+        os.kill(pid, signal.SIGKILL)
     written_when_killed = rows(tmp_path / "ray").height
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, output[-4000:]
