@@ -157,9 +157,10 @@ class PipelineConfig(CommandConfig):
     )
     launcher: str = option(
         "local",
-        choices=("local", "slurm"),
+        choices=("local", "slurm", "ray"),
         help="local: run the chain here; slurm: also write RUN/slurm/ (an sbatch script per stage, submit.sh chaining "
-        "them) and run nothing.",
+        "them) and run nothing; ray: generate with --engine ray --ray-address auto and write RUN/ray/submit.sh (the "
+        "chain as one Ray job) and run nothing.",
     )
     nodes: int = option(1, help="slurm: nodes of the training jobs (classifier, RL); other stages use one.")
     gpus_per_node: int = option(8, help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.")
@@ -194,6 +195,11 @@ class PipelineConfig(CommandConfig):
     def check(self) -> None:
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
+        if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/ray_job.py)
+            from darling.pipeline.ray_job import generating_tables
+
+            for name in generating_tables(self):
+                setattr(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
         if self.seeds and (len(set(self.seeds)) < 2 or len(set(self.seeds)) != len(self.seeds)):
             raise UserInputError(f"seeds: give at least two different seeds, got {self.seeds}")
         if self.seeds and not self.grpo_baseline:

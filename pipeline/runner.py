@@ -26,6 +26,7 @@ from darling.core.vllm_server import cuda_available
 from darling.evals.study import StudyConfig, study
 from darling.pipeline.commands import LOGS, PRELUDE, STAGES, StageCommands, stage_commands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.ray_job import write_ray_job
 from darling.pipeline.report import write_manifest, write_report
 from darling.pipeline.slurm import write_slurm
 from darling.pipeline.summaries import plan_notes, summarise
@@ -135,7 +136,7 @@ def _write_only(
     config: PipelineConfig, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """A dry run, or a GPU chain on a machine without CUDA: commands.sh and the manifest, no stage runs."""
-    if config.dry_run or config.launcher == "slurm":
+    if config.dry_run or config.launcher != "local":
         status = "dry-run"
         log(f"dry run: wrote {commands} (nothing was run)")
     else:
@@ -191,7 +192,11 @@ def run_pipeline(
         jobs = write_slurm(config, stages)
         log(f"slurm: wrote {len(jobs) - 1} jobs; submit them with `bash {jobs[-1]}` (nothing was run here)")
         result["slurm"] = jobs
-    if config.dry_run or config.launcher == "slurm" or (config.requires_cuda and not cuda_available()):
+    if config.launcher == "ray":
+        job = write_ray_job(config)
+        log(f"ray: wrote {job}; submit the chain to your cluster with `bash {job}` (nothing was run here)")
+        result["ray"] = job
+    if config.dry_run or config.launcher != "local" or (config.requires_cuda and not cuda_available()):
         return _write_only(config, commands, result, argv, log)
     book = StageBook(config.run)
     for note in plan_notes(config):  # what the chain does by design, said before it starts

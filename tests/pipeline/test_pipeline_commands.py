@@ -337,3 +337,28 @@ def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
     local = tmp_path / "local"
     assert darling("pipeline", "--preset", "paper", "-o", local).returncode == 0
     assert not (local / SLURM_DIR).exists() and "--num-nodes" not in (local / "commands.sh").read_text()
+
+
+def test_ray_launcher_generates_on_the_cluster_and_writes_a_ray_job(tmp_path):
+    """`--launcher ray`: every generating command of commands.sh gets --engine ray --ray-address auto (each line still
+    parses to its step's config), training stays as it was, and RUN/ray/submit.sh submits commands.sh as a Ray job."""
+    from darling.cli.main import app
+    from darling.cli.options import parse_argv
+    from darling.pipeline.ray_job import RAY_DIR, SUBMIT
+
+    run = tmp_path / "run"
+    result = darling("pipeline", "--preset", "paper", "--launcher", "ray", "-o", run)
+    assert result.returncode == 0 and f"bash {run / RAY_DIR / SUBMIT}" in result.stdout, result.stderr
+    submit = (run / RAY_DIR / SUBMIT).read_text()
+    assert "ray job submit" in submit and f"-- bash {run / 'commands.sh'}" in submit
+    assert subprocess.run(["bash", "-n"], input=submit, text=True).returncode == 0
+    config = build_config("paper", run, launcher="ray")
+    generating = {"datagen", "labels", "eval-math", "eval-novelty"}
+    for stage in stage_commands(config):
+        for (_, words), step in zip(darling_commands("\n".join(stage.lines), run), stage.steps, strict=True):
+            parsed, _ = parse_argv(app, words)
+            assert parsed == step.config
+            on_ray = getattr(parsed, "engine", None) == "ray" and parsed.ray_address == "auto"
+            assert on_ray == (stage.name in generating and step.words[0] != "serve-reward-model"), (stage.name, words)
+    local = build_config("paper", tmp_path / "local")
+    assert all(getattr(s.config, "engine", "vllm") != "ray" for stage in stage_commands(local) for s in stage.steps)
