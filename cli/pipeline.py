@@ -56,7 +56,8 @@ def pipeline(config: PipelineConfig) -> None:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=1) from None
     if result["status"] == "done":
-        _print(f"-> {result['report']}  (manifest: {result['manifest']})")
+        manifest = f"  (manifest: {result['manifest']})" if result.get("manifest") else ""
+        _print(f"-> {result['report']}{manifest}")
 
 
 def _print(line: str) -> None:

@@ -148,7 +148,9 @@ class RayDataEngine:
         return ray
 
     def _worker_env(self) -> dict[str, str]:
-        env = {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"), "VLLM_NO_USAGE_STATS": "1"}
+        env = {"VLLM_NO_USAGE_STATS": "1"}
+        if "HF_HUB_OFFLINE" in os.environ:  # only what the driver sets: a node's own setting is not overridden
+            env["HF_HUB_OFFLINE"] = os.environ["HF_HUB_OFFLINE"]
         if self.devices == "cpu":
             threads = str(self.threads or 1)
             env |= {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": threads}

@@ -196,9 +196,7 @@ class PipelineConfig(CommandConfig):
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
         if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/ray_job.py)
-            from darling.pipeline.ray_job import generating_tables
-
-            for name in generating_tables(self):
+            for name in self.generating_tables():
                 setattr(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
         if self.seeds and (len(set(self.seeds)) < 2 or len(set(self.seeds)) != len(self.seeds)):
             raise UserInputError(f"seeds: give at least two different seeds, got {self.seeds}")
@@ -232,6 +230,17 @@ class PipelineConfig(CommandConfig):
                     f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
                     f"{replicas} replicas): give TRL's vLLM server another"
                 )
+
+    def generating_tables(self) -> list[str]:
+        """The tables of the commands that generate and that this chain runs (``--launcher ray`` puts them on Ray)."""
+        runs = {
+            "datagen": self.rollouts_from == "generate",
+            "labels": self.rollouts_from != "none",
+            "eval_math": self.evaluate_math,
+            "eval_novelty": True,
+            "eval_creative": self.evaluate_creative,
+        }
+        return [name for name, used in runs.items() if used]
 
     def rl_reward_model(self) -> str | None:
         """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""

@@ -16,20 +16,6 @@ from darling.pipeline.config import PipelineConfig
 
 RAY_DIR = "ray"
 SUBMIT = "submit.sh"
-# The tables of the commands that generate, and when each stage runs.
-GENERATING = ("datagen", "labels", "eval_math", "eval_novelty", "eval_creative")
-
-
-def generating_tables(config: PipelineConfig) -> list[str]:
-    """The generating tables this chain runs: their commands get ``--engine ray --ray-address auto``."""
-    runs = {
-        "datagen": config.rollouts_from == "generate",
-        "labels": config.rollouts_from != "none",
-        "eval_math": config.evaluate_math,
-        "eval_novelty": True,
-        "eval_creative": config.evaluate_creative,
-    }
-    return [name for name in GENERATING if runs[name]]
 
 
 def render_submit(config: PipelineConfig) -> str:
