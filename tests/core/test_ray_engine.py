@@ -37,6 +37,7 @@ def ray_cluster():
         pytest.skip(f"no Ray beside vLLM's CPU build ({ray}): run .ci/setup.sh")
     scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's unix sockets live here
     env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    env["RAY_worker_niceness"] = "0"  # Ray starts workers at nice 15: beside the other test worker they would crawl
     port = free_port()
     common = ["--num-cpus", "2", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
     head = [ray, "start", "--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", scratch / "r"]
