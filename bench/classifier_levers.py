@@ -22,9 +22,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from darling.classifier.calibration import choose_threshold
-from darling.classifier.config import PACKAGED_MINILM
-from darling.classifier.data import PairSet, kfold_pairs, load_pairs, split_pairs
+from darling.classifier.labelled_pairs import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.zero_shot import zero_shot_classifier
+from darling.core.encoders import PACKAGED_MINILM
 from darling.evals.lexical import jaccard, rouge1_f
 
 TEST_SEED, TEST_FRACTION, CV_SEED, FOLDS = 1234, 0.15, 7, 5  # as in classifier_quality.py

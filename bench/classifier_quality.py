@@ -31,7 +31,7 @@ import numpy as np
 
 from darling.classifier.calibration import binary_metrics, bootstrap_intervals, choose_threshold
 from darling.classifier.config import build_config
-from darling.classifier.data import PairSet, kfold_pairs, load_pairs, split_pairs
+from darling.classifier.labelled_pairs import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.train import train_classifier
 from darling.core.schemas import LabelledPair
 from darling.evals.lexical import jaccard, rouge1_f

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from darling.classifier.config import build_config
-from darling.classifier.data import load_pairs
+from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.train import train_classifier
 
 PRESETS = {"cross-encoder": "cpu-cross", "bi-encoder": "cpu"}

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from darling.classifier import load_scorer
+from darling.classifier.partition import partition_groups, partition_texts
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
-from darling.rl.partition import partition_groups, partition_texts
 
 KINDS = {"cross-encoder": "cpu-cross", "bi-encoder": "cpu"}  # each kind as its CPU preset runs it
 
@@ -48,7 +48,7 @@ def quick_export(work: Path, kind: str) -> Path:
 
 
 def _novelty_pairs():
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
 
     return load_pairs("noveltybench").pairs
 

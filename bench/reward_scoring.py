@@ -23,11 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from darling.classifier import ClassifyClient, ServedEquivalenceClassifier
+from darling.classifier import ServedEquivalenceClassifier
+from darling.classifier.partition import partition_groups, partition_texts
+from darling.core.pooling_client import ClassifyClient
 from darling.core.schemas import PAIR_FIELDS
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 from darling.datagen.rollouts import import_champ, read_rollouts
-from darling.rl.partition import partition_groups, partition_texts
 
 
 def champ_groups(work: Path, prompts: int, n: int) -> list[list[str]]:
@@ -117,7 +118,7 @@ def threshold_for(scorer: ServedEquivalenceClassifier, groups: list[list[str]], 
 
 def quick_export(work: Path, tokens_per_response: int = 254) -> Path:
     from darling.classifier.config import build_config
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
     from darling.classifier.train import train_classifier
 
     options = dict(max_steps=2, threads=2, max_tokens_per_response=tokens_per_response)

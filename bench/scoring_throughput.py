@@ -13,11 +13,12 @@ import time
 
 import torch
 
-from darling.classifier.backbones import load_sequence_classifier, resolve_backbone
+from darling.classifier.backbones import load_sequence_classifier
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.data import load_pairs
 from darling.classifier.encoding import PairEncoder
+from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.scoring import EquivalenceClassifier
+from darling.core.encoders import resolve_backbone
 from darling.core.local_models import load_tokenizer
 
 

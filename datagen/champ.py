@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.errors import UserInputError
+from darling.core.math_grading import extract_final_answer, is_correct, reference_from_text
 from darling.core.schemas import ROLLOUT_COLUMNS, stable_id
-from darling.datagen.answers import extract_final_answer, is_correct, reference_from_text
 from darling.datagen.problems import Problem
 
 SOURCE = "champ"

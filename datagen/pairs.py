@@ -55,7 +55,7 @@ def answer_classes(answers: list[str]) -> list[int]:
 
     Identical strings are grouped first, so math-verify runs once per distinct answer and class.
     """
-    from darling.datagen.answers import answers_equivalent
+    from darling.core.math_grading import answers_equivalent
 
     representatives: list[str] = []
     class_of: dict[str, int] = {}

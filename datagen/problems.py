@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.errors import UserInputError
+from darling.core.math_grading import reference_from_text
 from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
 from darling.core.schemas import stable_id
-from darling.datagen.answers import reference_from_text
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
 ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")

@@ -63,7 +63,7 @@ def rollout_row(problem: Problem, spec: GeneratorSpec, index: int, engine: str, 
 
 def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Final answer and correctness, computed in the caller's thread (math-verify's timeouts need it)."""
-    from darling.datagen.answers import extract_final_answer, is_correct
+    from darling.core.math_grading import extract_final_answer, is_correct
 
     for row in rows:
         if row["status"] == "ok":

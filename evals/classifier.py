@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from darling.classifier.data import load_pairs
 from darling.classifier.export import read_export_meta
+from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.evals.config import ClassifierEvalConfig

@@ -3,7 +3,7 @@ what their runs saved: ``eval novelty``'s generations, ``eval math``'s graded sa
 
 Every figure is recomputed here from the stored generations, per prompt: ``distinct`` from the partition's class
 ids (eval novelty's partition), ``distinct_answers`` from the texts alone (normalised exact match, no classifier),
-``quality`` (eval novelty's own, or an open-ended quality of ``darling.rl.quality``) and ``short`` (the share of
+``quality`` (eval novelty's own, or an open-ended quality of ``darling.core.quality``) and ``short`` (the share of
 answers of at most ``max_words`` words); per math problem, unbiased pass@k. A difference between two policies is
 paired (the same prompts or problems, the same sampling seeds) with a percentile bootstrap over prompts or problems.
 Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``OUTPUT/curves.png``.
@@ -49,14 +49,14 @@ class CompareConfig(CommandConfig):
     quality: str = option(
         EVAL_QUALITY,
         help="Quality per response: eval (what eval novelty scored), short-answer or relevant-short-answer "
-        "(recomputed from the texts, as darling.rl.quality defines them).",
+        "(recomputed from the texts, as darling.core.quality defines them).",
     )
     max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
     ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
     seed: int = option(0, help="Seed of the bootstrap.")
 
     def check(self) -> None:
-        from darling.rl.quality import QUALITIES
+        from darling.core.quality import QUALITIES
 
         if not (self.novelty or self.math):
             raise UserInputError("give --novelty NAME=DIR and/or --math NAME=DIR for at least two policies")
@@ -109,7 +109,7 @@ def per_prompt_figures(scores_file: Path, quality: str, max_words: int) -> dict[
     """``{prompt_id: {metric: value}}`` (METRICS) from one policy's ``scores.parquet``."""
     import polars as pl
 
-    from darling.rl.quality import distinct_answers, open_ended_quality
+    from darling.core.quality import distinct_answers, open_ended_quality
 
     if not scores_file.exists():
         raise UserInputError(f"{scores_file}: no eval novelty scores (run `darling eval novelty` into that folder)")

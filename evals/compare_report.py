@@ -52,7 +52,7 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int) -> list[str]:
         "- **distinct (eval partition)**: classes of eval novelty's partition (NoveltyBench's greedy partition: "
         "two answers of at most 5 words are compared by word overlap, longer ones by the classifier)",
         "- **distinct answers (exact)**: different answers after lower-casing and dropping punctuation (no classifier)",
-        f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.rl.quality')}), mean per prompt; "
+        f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.core.quality')}), mean per prompt; "
         f"**share ≤ max words**: answers of 1 to {max_words} words",
         "",
         "| policy | " + " | ".join(COMPARE_METRICS.values()) + " |",

@@ -15,7 +15,7 @@ order) is credited with its quality, repeats count 0. ``utility`` averages the c
 Quality is a one-output reward model's score bucketed to 1..10 by NoveltyBench's cut points for
 Skywork-Reward-Gemma-2-27B-v0.2 (``bisect_left(cut_points, score) + 1``: a score equal to a cut point falls in
 the lower bucket); the model scores in process, or on its vLLM replicas (``--reward-model-url``,
-``darling.rl.served_reward_model``: a score no replica gives stops the evaluation); without a reward model every
+``darling.core.reward_model``: a score no replica gives stops the evaluation); without a reward model every
 response has quality 1, so utility measures diversity only.
 
 Generations are resumable ``ShardStore`` shards in ``OUTPUT/generations`` keyed by (prompt_id, sample_index);
@@ -290,7 +290,7 @@ def score_generations(
 def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: str) -> list[float | None]:
     """The reward model's raw score per response: from its replicas at ``urls`` or in this process. A served score
     that cannot be had raises ``RewardServerError``: no score, no quality, no utility."""
-    from darling.rl.served_reward_model import load_reward_model
+    from darling.core.reward_model import load_reward_model
 
     model = load_reward_model(path, urls, device)
     try:

@@ -11,7 +11,7 @@ Two partitions, named in every report:
   DeBERTa uses 0.102, our exports their own calibrated threshold), except when neither response has more than
   5 words: then ``2 * |shared lower-cased words| >= the longer one's word count`` decides and the classifier
   is not asked. Not transitive: a~b and b~c leave c out of a's class when c does not match a.
-- ``union-find``: DARLING's training partition (``darling.rl.partition``, the RL reward's): every pair decided
+- ``union-find``: DARLING's training partition (``darling.classifier.partition``, the RL reward's): every pair decided
   at ``P >= threshold``, classes the transitive closure; no short-response rule.
 
 Probabilities come in batches: a bi-encoder embeds each response once and reads every comparison from the
@@ -117,7 +117,7 @@ def partition_responses(
     groups: Sequence[Sequence[str]], scorer: EquivalenceScorer, method: str
 ) -> tuple[list[list[int]], NoveltyPartitionStats]:
     """Class labels per group (numbered in order of first appearance) by ``method``, at ``scorer.threshold``."""
-    from darling.rl.partition import partition_texts
+    from darling.classifier.partition import partition_texts
 
     if method == UNION_FIND:
         classes, s = partition_texts(groups, scorer)
@@ -166,8 +166,7 @@ def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceSc
     """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
     encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
     from darling.classifier.export import META_FILE
-    from darling.classifier.loading import load_scorer
-    from darling.classifier.scoring import EquivalenceClassifier
+    from darling.classifier.scoring import EquivalenceClassifier, load_scorer
 
     path = Path(str(config.classifier))
     if (path / META_FILE).exists():

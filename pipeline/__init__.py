@@ -4,7 +4,7 @@ datagen (rollouts) -> pairs -> judge labels -> classifier (training pairs; train
 (DARLING and its GRPO baseline) -> eval math (pass@k) -> eval novelty -> compare.
 
 Every stage runs as its ``darling`` commands in their own processes, launched as ``RUN/commands.sh`` launches them
-(``pipeline/commands.py`` writes the script, ``pipeline/runner.py`` runs its blocks as written), on CPU and GPU
+(``pipeline/commands_sh.py`` writes the script, ``pipeline/runner.py`` runs its blocks as written), on CPU and GPU
 alike; each stage's settings are a table of the config (``pipeline/config.py``).
 
 ```python

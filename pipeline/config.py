@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.foreign import ImportConfig
-from darling.classifier.serve import ServeConfig
+from darling.classifier.import_classifier import ImportConfig
+from darling.classifier.serve_classifier import ServeConfig
 from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, coerce, option
 from darling.core.errors import UserInputError
@@ -195,7 +195,7 @@ class PipelineConfig(CommandConfig):
     def check(self) -> None:
         if self.preset not in self.preset_names():
             raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
-        if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/ray_job.py)
+        if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/launch_ray.py)
             for name in self.generating_tables():
                 setattr(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
         if self.seeds and (len(set(self.seeds)) < 2 or len(set(self.seeds)) != len(self.seeds)):

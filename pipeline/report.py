@@ -14,9 +14,9 @@ from typing import Any
 
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands import COMMANDS_FILE, input_files
+from darling.pipeline.commands_sh import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
-from darling.pipeline.policy_report import (
+from darling.pipeline.report_policies import (
     compare_section,
     eval_math_section,
     eval_novelty_section,
@@ -24,7 +24,7 @@ from darling.pipeline.policy_report import (
     policy_note,
     rl_section,
 )
-from darling.pipeline.steps import eval_math_steps
+from darling.pipeline.stage_commands import eval_math_steps
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
@@ -178,7 +178,7 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "| stage | status | wall time (s) |",
         "| --- | --- | ---: |",
     ]
-    from darling.pipeline.commands import stage_names
+    from darling.pipeline.commands_sh import stage_names
 
     active = stage_names(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
     for name in active:

@@ -24,11 +24,19 @@ from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.core.vllm_server import cuda_available
 from darling.evals.study import StudyConfig, study
-from darling.pipeline.commands import LOGS, PRELUDE, STAGES, StageCommands, stage_commands, write_commands, write_inputs
+from darling.pipeline.commands_sh import (
+    LOGS,
+    PRELUDE,
+    STAGES,
+    StageCommands,
+    stage_commands,
+    write_commands,
+    write_inputs,
+)
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.ray_job import write_ray_job
+from darling.pipeline.launch_ray import write_ray_job
+from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
-from darling.pipeline.slurm import write_slurm
 from darling.pipeline.summaries import plan_notes, summarise
 
 IDENTITY_FILE = "run.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.steps import (
+from darling.pipeline.stage_commands import (
     EVAL_NAME,
     classifier_step,
     datagen_step,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
-from darling.rl.quality import QUALITIES
+from darling.core.quality import QUALITIES
 from darling.rl.reward import NORMS, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."

@@ -1,8 +1,8 @@
 """``darling serve-reward-model``: N vLLM replicas of a one-output reward model, and the served-vs-in-process check.
 
-The replicas are serve-classifier's (``darling.classifier.serve``: one GPU each or vLLM's CPU build, ports from
+The replicas are serve-classifier's (``darling.core.replicas``: one GPU each or vLLM's CPU build, ports from
 ``--port``, the ready file, SIGTERM), each ``--runner pooling --convert classify``, which is what
-``rl-train --reward-model-url`` and ``eval novelty --reward-model-url`` talk to (``darling.rl.served_reward_model``:
+``rl-train --reward-model-url`` and ``eval novelty --reward-model-url`` talk to (``darling.core.reward_model``:
 token ids from the same ``RewardEncoder``, the raw logit with ``use_activation: false``).
 
 - ``--max-model-len`` defaults to the encoder's ``max_length`` (1024, or the tokenizer's limit if lower): the
@@ -23,9 +23,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from darling.classifier.serve import SERVE_DTYPES, ReplicaConfig, pooling_replicas, start_servers
 from darling.core.config import option
 from darling.core.errors import UserInputError
+from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, pooling_replicas, start_servers
 from darling.core.vllm_server import VLLMServer
 
 
@@ -96,7 +96,7 @@ def reward_replicas(config: RewardServeConfig, folder: Path, max_length: int) ->
 def start_reward_replicas(config: RewardServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
     """Check the model (one output, servable encoding: one-line errors before any replica starts), start the
     replicas and wait until all are healthy."""
-    from darling.rl.served_reward_model import servable_encoder
+    from darling.core.reward_model import servable_encoder
 
     folder = model_folder(config.model)
     encoder = servable_encoder(str(folder))
@@ -128,10 +128,9 @@ def reward_parity_check(
 ) -> RewardParityReport:
     """Served raw scores (through the client rl-train uses) vs the model scored in this process in the served
     dtype, on the same token ids. A server that gives no score raises ``RewardServerError``."""
-    from darling.classifier.serve import free_gpu_memory
     from darling.core.devices import rank_device
-    from darling.core.reward_model import RewardModel
-    from darling.rl.served_reward_model import ServedRewardModel
+    from darling.core.replicas import free_gpu_memory
+    from darling.core.reward_model import RewardModel, ServedRewardModel
 
     served = ServedRewardModel(model, urls)
     try:
@@ -156,7 +155,7 @@ def sample_reward_pairs(n: int = 16) -> tuple[list[str], list[str]]:
     """Real text for the check, 2n (prompt, response) pairs from NoveltyBench's human-labelled pairs: each prompt
     with its two LLM responses one after the other (past 1024 tokens for about half: the truncation both sides
     must cut alike), and with its first response's first sentence (a short input)."""
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
 
     prompts, responses = [], []
     for pair in load_pairs("noveltybench").pairs[:n]:

@@ -73,7 +73,7 @@ def build_scorer(config: RLTrainConfig):
     --classifier)."""
     if config.classifier is None:
         return None
-    from darling.classifier.loading import load_scorer
+    from darling.classifier.scoring import load_scorer
     from darling.core.devices import rank_device
 
     if config.classifier_urls:

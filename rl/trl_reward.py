@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from darling.rl.darling import darling_rewards, math_quality
-from darling.rl.partition import Scorer
-from darling.rl.quality import distinct_answers, open_ended_quality
+from darling.classifier.partition import Scorer
+from darling.core.quality import distinct_answers, open_ended_quality
+from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
 QualityFn = Callable[[Sequence[str], Sequence[str], dict[str, list[Any]]], list[float]]  # prompts, completions, columns
@@ -43,7 +43,7 @@ def answer_quality(prompts: Sequence[str], completions: Sequence[str], columns: 
 
 
 class OpenEndedQuality:
-    """Quality for open-ended prompts by name (``darling.rl.quality``): ``short-answer`` (format) or
+    """Quality for open-ended prompts by name (``darling.core.quality``): ``short-answer`` (format) or
     ``relevant-short-answer`` (format x relevance to the prompt)."""
 
     def __init__(self, name: str, max_words: int = 4, device: str | None = None):
@@ -59,7 +59,7 @@ class RewardModelQuality:
     retries). A served score that cannot be had raises (``RewardServerError``): no score, no reward."""
 
     def __init__(self, path: str, device: str | None = None, urls: Sequence[str] = (), **client_options: Any):
-        from darling.rl.served_reward_model import load_reward_model
+        from darling.core.reward_model import load_reward_model
 
         self.model = load_reward_model(path, urls, device, **client_options)
 

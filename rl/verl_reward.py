@@ -45,7 +45,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from darling.rl.darling import darling_rewards, math_quality
+from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
 _SCORERS: dict[tuple, Any] = {}  # one classifier per process: verl calls the reward every step
@@ -105,7 +105,7 @@ def scorer(settings: VerlSettings):
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
     key = (settings.classifier, settings.classifier_urls, settings.threshold, settings.classifier_device)
     if key not in _SCORERS:
-        from darling.classifier.loading import load_scorer
+        from darling.classifier.scoring import load_scorer
         from darling.core.devices import rank_device
 
         served = bool(settings.classifier_urls)

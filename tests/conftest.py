@@ -40,8 +40,7 @@ def qwen_tokenizer():
 
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
-    from darling.classifier.backbones import resolve_backbone
-    from darling.classifier.config import PACKAGED_MINILM
+    from darling.core.encoders import PACKAGED_MINILM, resolve_backbone
     from darling.core.errors import UserInputError
 
     try:

@@ -15,14 +15,15 @@ from helpers import synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
 from darling.classifier import BiEncoderClassifier, EmbeddingScorer, EquivalenceClassifier, TextEncoder
-from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule, cosent_loss
-from darling.classifier.biencoder import BiEncoder, pool
+from darling.classifier.bi_encoder import BiEncoder
+from darling.classifier.bi_encoder_training import BiEncoderModule, TextPairDataModule, cosent_loss
 from darling.classifier.config import build_config
+from darling.classifier.partition import partition_texts
 from darling.classifier.train import train_classifier
+from darling.core.encoders import pool
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
 from darling.core.schemas import LabelledPair
-from darling.rl.partition import partition_texts
 
 
 def bi_config(backbone, **overrides):

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from darling.classifier import ClassifierServerError, ClassifyClient
+from darling.core.pooling_client import ClassifyClient, PoolingServerError
 from darling.core.vllm_server import free_port
 
 
@@ -74,7 +74,7 @@ def test_retries_through_transient_500s(fault_server):
 
 @pytest.mark.parametrize("fault_server", [("500", 99)], indirect=True)
 def test_persistent_500_raises_after_bounded_retries(fault_server):
-    with pytest.raises(ClassifierServerError, match="no answer after 3 attempts.*HTTP 500"):
+    with pytest.raises(PoolingServerError, match="no answer after 3 attempts.*HTTP 500"):
         _client(fault_server.url, max_retries=2).classify_ids([[1]])
     assert fault_server.calls == 3
 
@@ -87,14 +87,14 @@ def test_timeout_is_retried(fault_server):
 
 @pytest.mark.parametrize("fault_server", [("400", 1)], indirect=True)
 def test_client_errors_are_not_retried(fault_server):
-    with pytest.raises(ClassifierServerError, match="HTTP 400: injected fault"):
+    with pytest.raises(PoolingServerError, match="HTTP 400: injected fault"):
         _client(fault_server.url, max_retries=3).classify_ids([[1]])
     assert fault_server.calls == 1
 
 
 def test_server_down_is_a_clear_error():
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    with pytest.raises(ClassifierServerError, match=r"127\.0\.0\.1.*no answer after 2 attempts \(ConnectError"):
+    with pytest.raises(PoolingServerError, match=r"127\.0\.0\.1.*no answer after 2 attempts \(ConnectError"):
         _client(url, max_retries=1).classify_ids([[1, 2]])
 
 
@@ -126,7 +126,7 @@ def test_a_failed_chunk_goes_to_another_healthy_replica():
 def test_no_replica_answering_is_an_error_naming_each():
     first, second = FaultServer("500", 10**6), FaultServer("500", 10**6)
     try:
-        with pytest.raises(ClassifierServerError, match=r"no replica answered \(2 tried\).*HTTP 500.*HTTP 500"):
+        with pytest.raises(PoolingServerError, match=r"no replica answered \(2 tried\).*HTTP 500.*HTTP 500"):
             _client([first.url, second.url], max_retries=1).classify_ids([[1, 2]])
         assert first.calls == 2 and second.calls == 2
     finally:
@@ -138,7 +138,7 @@ def test_no_replica_answering_is_an_error_naming_each():
 def test_a_rejected_request_is_not_sent_to_other_replicas(fault_server):
     other = FaultServer("500", 0)
     try:
-        with pytest.raises(ClassifierServerError, match="HTTP 400"):
+        with pytest.raises(PoolingServerError, match="HTTP 400"):
             _client([fault_server.url, other.url], max_retries=3).classify_ids([[1]])
         assert other.calls == 0
     finally:

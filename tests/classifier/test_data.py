@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 from helpers import write_jsonl
 
-from darling.classifier.data import PairSet, load_pairs, split_pairs
+from darling.classifier.labelled_pairs import PairSet, load_pairs, split_pairs
 from darling.core.errors import UserInputError
 
 GOOD = {"prompt": "p", "generation_0": "a", "generation_1": "b", "similar": 1}
@@ -72,7 +72,7 @@ def test_missing_file(tmp_path):
 
 
 def _pairset(n_prompts: int, per_prompt: int) -> PairSet:
-    from darling.classifier.data import record_to_pair
+    from darling.classifier.labelled_pairs import record_to_pair
 
     pairs = [
         record_to_pair({**GOOD, "prompt": f"p{i}", "generation_0": f"a{j}", "similar": (i + j) % 3 == 0}, "x")

@@ -25,7 +25,7 @@ from helpers import (
     vllm_python,
 )
 
-from darling.classifier.loading import load_scorer
+from darling.classifier.scoring import load_scorer
 from darling.core.errors import UserInputError
 
 QWEN_CLS, QWEN_SEP = 151644, 151645

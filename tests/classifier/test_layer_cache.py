@@ -4,8 +4,8 @@ import lightning as L
 import pytest
 import torch
 
-from darling.classifier.bi_training import BiEncoderModule, TextPairDataModule
-from darling.classifier.biencoder import BiEncoder
+from darling.classifier.bi_encoder import BiEncoder
+from darling.classifier.bi_encoder_training import BiEncoderModule, TextPairDataModule
 from darling.classifier.config import build_config
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import can_cache, frozen_states, pad_states, top_layers

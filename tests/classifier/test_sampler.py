@@ -1,6 +1,6 @@
 import random
 
-from darling.classifier.datamodule import LengthBucketBatchSampler, RandomBatchSampler
+from darling.classifier.lightning_data import LengthBucketBatchSampler, RandomBatchSampler
 
 
 def _lengths(n=500, seed=0):

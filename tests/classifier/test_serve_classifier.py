@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from darling.classifier.serve import ServeConfig, replica_servers
+from darling.classifier.serve_classifier import ServeConfig, replica_servers
 
 
 def test_replicas_serve_in_the_exports_dtype_on_their_own_gpus():

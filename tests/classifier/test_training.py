@@ -9,9 +9,9 @@ from helpers import synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
 from darling.classifier.config import build_config
-from darling.classifier.datamodule import PairDataModule
 from darling.classifier.encoding import PairEncoder
-from darling.classifier.module import PairClassifierModule, class_weights, warmup_cosine
+from darling.classifier.lightning_data import PairDataModule
+from darling.classifier.lightning_module import PairClassifierModule, class_weights, warmup_cosine
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.train import train_classifier
 from darling.core.errors import UserInputError
@@ -192,7 +192,7 @@ def test_mid_epoch_resume_neither_repeats_nor_skips_batches(tiny_bert_dir, tmp_p
 
 def test_identity_pooler_passes_cls_through_and_head_params_get_head_lr(minilm_path):
     from darling.classifier.backbones import load_sequence_classifier
-    from darling.classifier.module import identity_pooler, is_head_param
+    from darling.classifier.lightning_module import identity_pooler, is_head_param
 
     model = load_sequence_classifier(minilm_path, pad_token_id=0).eval()
     assert identity_pooler(model)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from helpers import save_tiny_qwen3_backbone, synthetic_pairs, tiny_export, vllm_python
 
-from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
+from darling.classifier import EquivalenceClassifier, ServedEquivalenceClassifier
+from darling.core.pooling_client import ClassifyClient
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 
 pytestmark = pytest.mark.vllm
@@ -113,7 +114,8 @@ def test_served_scorer_matches_in_process_scorer_across_replicas(exported_and_se
 def test_served_bi_encoder_equals_in_process(bi_exported_and_server):
     """Embeddings from vLLM (the project's token ids, never text) and P(equivalent) from them, vs in-process."""
     bi_exported, bi_server = bi_exported_and_server
-    from darling.classifier import BiEncoderClassifier, EmbedClient, ServedBiEncoderClassifier
+    from darling.classifier import BiEncoderClassifier, ServedBiEncoderClassifier
+    from darling.core.pooling_client import EmbedClient
 
     pairs = parity_pairs()
     local = EquivalenceClassifier.from_pretrained(bi_exported)
@@ -137,7 +139,7 @@ def test_served_bi_encoder_partitions_like_in_process_across_replicas(bi_exporte
     """Whole groups: one embedding call spread over two 'replicas' (one server twice), same classes."""
     bi_exported, bi_server = bi_exported_and_server
     from darling.classifier import load_scorer
-    from darling.rl.partition import partition_texts
+    from darling.classifier.partition import partition_texts
 
     pairs = parity_pairs()
     groups = [[a for a, _ in pairs[k : k + 6]] + [b for _, b in pairs[k : k + 6]] for k in range(0, 36, 6)]

@@ -282,7 +282,7 @@ def test_as_a_user_runs_it(tmp_path, command):
 
 # --- the shared readers, in process ------------------------------------------------------------------------
 def test_a_utf8_bom_and_blank_lines_are_fine(tmp_path):
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
     from darling.datagen.problems import load_problems
 
     path = tmp_path / "bom.jsonl"

@@ -7,7 +7,7 @@ import pytest
 from helpers import assert_one_line_error, darling
 
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.serve import ServeConfig
+from darling.classifier.serve_classifier import ServeConfig
 from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
@@ -138,7 +138,7 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
 
     from typer.testing import CliRunner
 
-    import darling.classifier.serve as serve
+    import darling.classifier.serve_classifier as serve
     from darling.cli.main import app
 
     calls = []

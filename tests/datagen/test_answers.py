@@ -1,4 +1,4 @@
-"""Final-answer extraction, reference answers and math-verify equivalence (darling.datagen.answers)."""
+"""Final-answer extraction, reference answers and math-verify equivalence (darling.core.math_grading)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from darling.datagen.answers import answers_equivalent, extract_final_answer, is_correct, reference_from_text
+from darling.core.math_grading import answers_equivalent, extract_final_answer, is_correct, reference_from_text
 
 
 @pytest.mark.parametrize(

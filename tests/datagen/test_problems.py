@@ -12,9 +12,9 @@ import pytest
 from helpers import MATH_SETS, darling, write_jsonl
 
 from darling.core.errors import UserInputError
+from darling.core.math_grading import answers_equivalent, is_correct
 from darling.core.schemas import ROLLOUT_COLUMNS, polars_schema, stable_id
 from darling.datagen import champ
-from darling.datagen.answers import answers_equivalent, is_correct
 from darling.datagen.problems import BUILTIN_SOURCES, PACKAGED_SETS, Problem, load_problems, packaged_problem_file
 
 # --- the real benchmark files, packaged (datagen/resources/math, MIT) -----------------------------------------
@@ -362,7 +362,7 @@ def test_champ_import_graded_on_a_stratified_sample():
 
 
 def test_builtin_arithmetic_problems_are_seeded_and_graded():
-    from darling.datagen.answers import is_correct
+    from darling.core.math_grading import is_correct
 
     first = load_problems("arithmetic", limit=4)
     assert first == load_problems("arithmetic")[:4] and len(load_problems("arithmetic")) == 200

@@ -159,7 +159,7 @@ def test_word_overlap_baselines_beside_the_classifier(tmp_path, two_exports):
     from sklearn.metrics import roc_auc_score
 
     from darling.classifier.calibration import choose_threshold
-    from darling.classifier.data import load_pairs
+    from darling.classifier.labelled_pairs import load_pairs
     from darling.evals.lexical import jaccard, rouge1_f
 
     fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from helpers import NOVELTY_CURATED, write_jsonl
 
+from darling.classifier.partition import partition_texts
 from darling.core.errors import UserInputError
 from darling.evals.novelty import (
     NOVELTYBENCH_CUT_POINTS,
@@ -23,7 +24,6 @@ from darling.evals.novelty import (
     parse_cut_points,
     quality_bucket,
 )
-from darling.rl.partition import partition_texts
 
 CURATED = NOVELTY_CURATED  # NoveltyBench's 100 curated prompts, packaged (evals/resources, MIT)
 W = [1.0, 0.8, 0.64, 0.512]  # patience 0.8 ** i for k = 4; sum 2.952

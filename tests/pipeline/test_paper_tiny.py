@@ -13,7 +13,7 @@ import pytest
 from helpers import CLI_ENV, vllm_python
 
 from darling.core.vllm_server import free_port
-from darling.pipeline.commands import STAGES
+from darling.pipeline.commands_sh import STAGES
 
 CPU_STAGES = [s for s in STAGES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
 

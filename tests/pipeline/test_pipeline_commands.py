@@ -14,7 +14,7 @@ from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
 from darling.pipeline import build_config
-from darling.pipeline.commands import STAGES, render_script, stage_commands
+from darling.pipeline.commands_sh import STAGES, render_script, stage_commands
 
 
 # -- fast: settings, commands.sh, the runner -----------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_every_command_in_commands_sh_parses_to_its_steps_config(tmp_path, prese
     parameters) of its step; its launcher is the step's. The runner runs these very lines."""
     from darling.cli.main import app
     from darling.cli.options import parse_argv
-    from darling.pipeline.steps import run_relative
+    from darling.pipeline.stage_commands import run_relative
 
     bench = {"eval_creative.bench_dir": str(tmp_path / "bench")} if preset == "chat-tiny" else {}
     config = build_config(preset, tmp_path / "run", **bench)
@@ -97,7 +97,7 @@ def test_every_command_in_commands_sh_parses_to_its_steps_config(tmp_path, prese
 def structure(preset: str, run: Path) -> list[tuple[str, list[tuple[str, ...]]]]:
     """Per stage, per command: the launcher's program and flags, the command's words and the option names it sets
     (values dropped): what paper-tiny must share with paper."""
-    from darling.pipeline.steps import run_relative
+    from darling.pipeline.stage_commands import run_relative
 
     config = build_config(preset, run)
     out = []
@@ -209,7 +209,7 @@ def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path
     (the later stages untouched) and the rerun resumes at that stage. Blocks stand in for the real commands here
     (shell lines), the runner around them is the real one."""
     from darling.pipeline import report, runner
-    from darling.pipeline.commands import StageCommands
+    from darling.pipeline.commands_sh import StageCommands
 
     failing = {"rl"}
 
@@ -247,7 +247,7 @@ def test_side_by_side_starts_the_next_command_when_any_ends_and_a_failure_ends_t
     """jobs = 2 over three commands: the third starts when the quicker of the first two ends, not when both have
     (a slow base model's eval no longer holds a free core); a failing command ends the block with its log's end
     and stops the others. Shell stand-ins for the commands, the real prelude and scheduling lines."""
-    from darling.pipeline.commands import PRELUDE, side_by_side
+    from darling.pipeline.commands_sh import PRELUDE, side_by_side
 
     class StandIn:
         def __init__(self, name: str, shell: str):
@@ -284,7 +284,7 @@ def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
     line builds its step's config. Nothing runs, and `local` writes no slurm folder."""
     from darling.cli.main import app
     from darling.cli.options import parse_argv
-    from darling.pipeline.slurm import SLURM_DIR, SUBMIT
+    from darling.pipeline.launch_slurm import SLURM_DIR, SUBMIT
 
     run = tmp_path / "run"
     result = darling(
@@ -344,7 +344,7 @@ def test_ray_launcher_generates_on_the_cluster_and_writes_a_ray_job(tmp_path):
     parses to its step's config), training stays as it was, and RUN/ray/submit.sh submits commands.sh as a Ray job."""
     from darling.cli.main import app
     from darling.cli.options import parse_argv
-    from darling.pipeline.ray_job import RAY_DIR, SUBMIT
+    from darling.pipeline.launch_ray import RAY_DIR, SUBMIT
 
     run = tmp_path / "run"
     result = darling("pipeline", "--preset", "paper", "--launcher", "ray", "-o", run)

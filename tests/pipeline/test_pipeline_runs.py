@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_line_error, darling
 
-from darling.pipeline.commands import STAGES
+from darling.pipeline.commands_sh import STAGES
 
 CPU_STAGES = [s for s in STAGES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
 
@@ -127,7 +127,7 @@ def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) 
     difference of the means, and its interval contains it."""
     import polars as pl
 
-    from darling.rl.quality import RelevantShortAnswer
+    from darling.core.quality import RelevantShortAnswer
 
     relevance = RelevantShortAnswer(4)
     novelty = summary["novelty"]

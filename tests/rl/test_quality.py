@@ -1,4 +1,4 @@
-"""Open-ended quality (darling.rl.quality) on the real packaged MiniLM, the naming prompt sets, and the GRPO
+"""Open-ended quality (darling.core.quality) on the real packaged MiniLM, the naming prompt sets, and the GRPO
 baseline that measures distinct per group without letting the classifier into its reward."""
 
 import gzip
@@ -8,9 +8,7 @@ import pytest
 from helpers import REPO
 
 from darling.core.errors import UserInputError
-from darling.datagen.problems import load_problems
-from darling.rl.darling import darling_rewards
-from darling.rl.quality import (
+from darling.core.quality import (
     RelevantShortAnswer,
     distinct_answers,
     echoes_prompt,
@@ -18,6 +16,8 @@ from darling.rl.quality import (
     open_ended_quality,
     short_answer_quality,
 )
+from darling.datagen.problems import load_problems
+from darling.rl.batch_reward import darling_rewards
 from darling.rl.reward import DarlingConfig
 
 FRUIT = "Name a fruit. Answer with the name only."

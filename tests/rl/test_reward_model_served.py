@@ -11,10 +11,9 @@ import httpx
 import pytest
 from helpers import assert_one_line_error, darling, darling_in_process, vllm_python, write_jsonl
 
-from darling.core.reward_model import RewardModel, sigmoid_quality
+from darling.core.reward_model import RewardModel, RewardServerError, ServedRewardModel, sigmoid_quality
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
 from darling.rl.reward import DarlingConfig
-from darling.rl.served_reward_model import RewardServerError, ServedRewardModel
 from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality
 
 pytestmark = pytest.mark.vllm

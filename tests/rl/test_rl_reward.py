@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from darling.rl.darling import darling_rewards
-from darling.rl.partition import partition_groups
+from darling.classifier.partition import partition_groups
+from darling.rl.batch_reward import darling_rewards
 from darling.rl.reward import DarlingConfig, diversity, group_advantages
 
 

@@ -9,8 +9,9 @@ import sys
 import pytest
 from helpers import synthetic_pairs, write_jsonl
 
-from darling.classifier import ClassifyClient, EquivalenceClassifier, ServedEquivalenceClassifier
-from darling.rl.partition import partition_texts
+from darling.classifier import EquivalenceClassifier, ServedEquivalenceClassifier
+from darling.classifier.partition import partition_texts
+from darling.core.pooling_client import ClassifyClient
 
 pytestmark = pytest.mark.vllm
 EASY = [{"id": i, "question": f"What is {a} + {b}?", "answer": str(a + b)} for i, (a, b) in enumerate([(2, 3), (1, 1)])]

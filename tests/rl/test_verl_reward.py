@@ -12,7 +12,7 @@ import pytest
 from helpers import SCRIPTS
 from verl_responses import OPTIONS, RESPONSES, VALIDATION
 
-from darling.rl.darling import darling_rewards, math_quality
+from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 from darling.rl.verl_reward import VerlSettings, compute_score, group_rows
 
@@ -192,4 +192,4 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
     # errors never become rewards, through verl's compute_reward too
     assert "group ('arith-" in result["lost_response"] and "has 3 responses" in result["lost_response"]
     assert "val_num_generations" in result["val_n2"]
-    assert result["server_down"].startswith("ClassifierServerError")
+    assert result["server_down"].startswith("PoolingServerError")

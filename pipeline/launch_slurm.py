@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from darling.core.shards import atomic_write_bytes
-from darling.pipeline.commands import PRELUDE, StageCommands
+from darling.pipeline.commands_sh import PRELUDE, StageCommands
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.steps import Step, run_relative, shell_word
+from darling.pipeline.stage_commands import Step, run_relative, shell_word
 
 SLURM_DIR = "slurm"
 SUBMIT = "submit.sh"

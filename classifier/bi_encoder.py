@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from darling.core.encoders import POOLINGS, pool
 from darling.core.errors import UserInputError
 
-POOLINGS = ("mean", "cls", "last")
 # sentence-transformers' 1_Pooling/config.json keys, in the form vLLM reads them.
 ST_POOLING_KEYS = {
     "mean": "pooling_mode_mean_tokens",
@@ -54,19 +54,6 @@ def is_encoder_only(model_config) -> bool:
         "distilbert",
         "electra",
     }
-
-
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """One vector per sequence from right-padded hidden states (B, T, H)."""
-    if pooling == "mean":
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-    if pooling == "cls":
-        return hidden[:, 0]
-    if pooling == "last":
-        last = attention_mask.sum(1) - 1
-        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
-    raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
 
 
 class BiEncoder(nn.Module):
@@ -114,15 +101,3 @@ def fit_affine(cos: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
         raise UserInputError("fitting the cosine's affine map needs pairs of both labels")
     lr = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(cos, dtype=float).reshape(-1, 1), labels)
     return float(lr.coef_[0, 0]), float(lr.intercept_[0])
-
-
-def load_backbone_encoder(name_or_path: str, trust_remote_code: bool = False) -> nn.Module:
-    """The bare encoder (no task head) of a backbone, fp32 master weights, safetensors only."""
-    from transformers import AutoModel
-
-    try:
-        return AutoModel.from_pretrained(
-            name_or_path, dtype=torch.float32, use_safetensors=True, trust_remote_code=trust_remote_code
-        )
-    except OSError as exc:
-        raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None

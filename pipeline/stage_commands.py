@@ -1,7 +1,7 @@
 """Each pipeline stage as the ``darling`` commands it runs: a command's settings are its stage's table (its preset,
 then the table's entries) plus what the pipeline wires (the folders stages pass on, the seed, CPU threads), built
 as that command's own config object; ``launcher`` is what starts it (``torchrun``, ``accelerate launch``).
-``pipeline/commands.py`` renders these into ``RUN/commands.sh`` and the runner runs that very text, so what ran is
+``pipeline/commands_sh.py`` renders these into ``RUN/commands.sh`` and the runner runs that very text, so what ran is
 what the script says; ``tests/pipeline`` parses every rendered line with the real command line.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.foreign import ImportConfig
-from darling.classifier.serve import ServeConfig
+from darling.classifier.import_classifier import ImportConfig
+from darling.classifier.serve_classifier import ServeConfig
 from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, base_type, coerce, field_types
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
@@ -223,7 +223,7 @@ def process_count(devices: str) -> int:
 def classifier_step(c: PipelineConfig) -> Step:
     preset = c.classifier.get("preset")
     wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}
-    if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/slurm.py): Lightning must know
+    if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/launch_slurm.py): Lightning must know
         wired["num_nodes"] = c.nodes
     config = stage_config(c, "classifier", ClassifierTrainConfig, **wired)
     params = {"data": str(c.run / "training-pairs" / "pairs.jsonl"), "output": c.run / "classifier"}

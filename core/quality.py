@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from darling.core.encoders import load_backbone_encoder, pool, resolve_backbone
+
 QUALITIES = ("math", "short-answer", "relevant-short-answer")
 RELEVANCE_ENCODER = "packaged:all-MiniLM-L6-v2"
 _PUNCTUATION = re.compile(r"[^\w\s]")
@@ -57,9 +59,6 @@ class Relevance:
     def __init__(self, encoder: str = RELEVANCE_ENCODER, batch_size: int = 64, device: str | None = None):
         from transformers import AutoTokenizer
 
-        from darling.classifier.backbones import resolve_backbone
-        from darling.classifier.biencoder import load_backbone_encoder
-
         path = resolve_backbone(encoder)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = load_backbone_encoder(path).to(device or "cpu").eval()
@@ -67,8 +66,6 @@ class Relevance:
 
     def embed(self, texts: Sequence[str]):
         import torch
-
-        from darling.classifier.biencoder import pool
 
         chunks = []
         with torch.no_grad():

@@ -22,12 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from darling.classifier.biencoder import BiEncoder, fit_affine
+from darling.classifier.bi_encoder import BiEncoder, fit_affine
 from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.datamodule import BucketedDataModule
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
-from darling.classifier.module import PairModuleBase, freeze_lower_layers
+from darling.classifier.lightning_data import BucketedDataModule
+from darling.classifier.lightning_module import PairModuleBase, freeze_lower_layers
 from darling.core.schemas import LabelledPair
 
 BI_LOSSES = ("bce", "cosent")

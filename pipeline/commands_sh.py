@@ -1,7 +1,7 @@
 """The chain as shell: ``RUN/commands.sh``, one block per stage, and the input files its commands name
 (``RUN/inputs/``). The runner runs each block, as written, with the script's prelude: what ran is this text.
 
-A block is its stage's ``darling`` commands (``pipeline/steps.py``) with what starts them: ``torchrun`` or
+A block is its stage's ``darling`` commands (``pipeline/stage_commands.py``) with what starts them: ``torchrun`` or
 ``accelerate launch`` for several processes, ``serve-classifier`` replicas in the background until the RL runs that
 use them end (their ready file says when to start), and up to ``jobs`` commands side by side, each logging to
 ``RUN/logs/<name>.log``. Every command resumes by itself, so rerunning the script continues where it stopped.
@@ -18,7 +18,7 @@ from darling import __version__
 from darling.core.shards import atomic_write_bytes
 from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
 from darling.pipeline.resources import INPUT_FILES, accelerate_config
-from darling.pipeline.steps import (
+from darling.pipeline.stage_commands import (
     EVAL_NAME,
     REWARD_SERVERS_FILE,
     SERVERS_FILE,

@@ -1,11 +1,11 @@
-"""Clients for a classifier served by vLLM, sending the project's token ids: ``/classify`` for a
-cross-encoder, ``/v1/embeddings`` for a bi-encoder.
+"""A client for vLLM's pooling servers (``/classify``, ``/v1/embeddings``), sending token ids: what the served
+classifier and the served reward model both talk through.
 
 Large batches, spread over one or more replicas concurrently; per-request timeouts; bounded retries with
 exponential backoff on timeouts, refused connections and 5xx. A chunk whose replica gives no answer after
 its retries goes to the other replicas (those not yet seen failing first) before the call gives up. When a
-decision cannot be obtained from any replica the call raises ``ClassifierServerError`` — a missing decision
-is never turned into a probability.
+result cannot be obtained from any replica the call raises ``PoolingServerError`` — a missing decision or score
+is never turned into a probability or a reward.
 """
 
 from __future__ import annotations
@@ -14,28 +14,19 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import cycle
-from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 import numpy as np
 
-from darling.classifier.backbones import EQUIVALENT_INDEX
-from darling.classifier.config import BI_ENCODER
-from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.export import read_export_meta, read_model_config, uses_segment_ids
-from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer, PairScorer
-from darling.core.errors import UserInputError
-from darling.core.local_models import load_tokenizer
-
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
 
-class ClassifierServerError(RuntimeError):
-    """The classifier server could not give a decision after all retries."""
+class PoolingServerError(RuntimeError):
+    """No replica of a pooling server gave a result after all retries."""
 
 
-class ReplicaUnavailable(ClassifierServerError):
+class ReplicaUnavailable(PoolingServerError):
     """One replica gave no answer after its retries (timeouts, refused connections, 5xx): another may."""
 
 
@@ -113,7 +104,7 @@ class PoolingClient:
             except ReplicaUnavailable as exc:
                 self.down.add(url)
                 errors.append(str(exc))
-        raise ClassifierServerError(f"no replica answered ({len(self.base_urls)} tried): " + "; ".join(errors))
+        raise PoolingServerError(f"no replica answered ({len(self.base_urls)} tried): " + "; ".join(errors))
 
     def _request_with_retries(self, base_url: str, method: str, path: str, payload: dict | None) -> dict:
         url = base_url + path
@@ -131,7 +122,7 @@ class PoolingClient:
                 last_error = f"HTTP {response.status_code}: {response.text[:200]}"
                 continue
             if response.status_code >= 400:
-                raise ClassifierServerError(f"{url}: HTTP {response.status_code}: {response.text[:500]}")
+                raise PoolingServerError(f"{url}: HTTP {response.status_code}: {response.text[:500]}")
             return response.json()
         raise ReplicaUnavailable(f"{url}: no answer after {self.max_retries + 1} attempts ({last_error})")
 
@@ -153,13 +144,13 @@ class PoolingClient:
                 continue
             self.down.discard(url)
             return result
-        raise ClassifierServerError(f"no replica answered ({len(order)} tried): " + "; ".join(errors))
+        raise PoolingServerError(f"no replica answered ({len(order)} tried): " + "; ".join(errors))
 
     def _chunk(self, base_url: str, chunk: list[list[int]]) -> np.ndarray:
         payload = {"model": self._model_name(base_url), "input": chunk, **self.extra_payload}
         data = self._request_with_retries(base_url, "POST", self.path, payload)["data"]
         if len(data) != len(chunk):
-            raise ClassifierServerError(f"{base_url}: asked for {len(chunk)} results, got {len(data)}")
+            raise PoolingServerError(f"{base_url}: asked for {len(chunk)} results, got {len(data)}")
         rows = [np.asarray(self._rows(item), dtype=np.float64) for item in sorted(data, key=lambda d: d["index"])]
         return np.stack(rows)
 
@@ -203,62 +194,3 @@ class EmbedClient(PoolingClient):
     def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         """Embeddings (n, dim) for pre-encoded texts, in input order (normalised by the server's pooler)."""
         return self.run_ids(input_ids)
-
-
-class ServedEquivalenceClassifier(PairScorer):
-    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling.
-
-    ``from_export`` reads the export's kind: a bi-encoder export gives a ``ServedBiEncoderClassifier``.
-    """
-
-    def __init__(
-        self,
-        encoder: PairEncoder,
-        client: ClassifyClient,
-        threshold: float = 0.5,
-        symmetric: bool = False,
-        equivalent_index: int = EQUIVALENT_INDEX,
-    ):
-        super().__init__(encoder, threshold, symmetric, equivalent_index)
-        self.client = client
-
-    @classmethod
-    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> EquivalenceScorer:
-        """Encoder and threshold from the exported directory; the weights live on the server."""
-        meta = read_export_meta(path)
-        if meta["kind"] == BI_ENCODER:
-            return ServedBiEncoderClassifier.from_export(path, client)
-        if not isinstance(client, ClassifyClient):
-            client = (
-                ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
-            )
-        if uses_segment_ids(meta, read_model_config(path)):
-            raise UserInputError(
-                f"{path}: this model reads token type ids (0 up to the first [SEP], 1 after), which vLLM's /classify "
-                "sets to 0 for token-id input; score it in process (drop the classifier URLs)"
-            )
-        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        index = meta.get("equivalent_index", EQUIVALENT_INDEX)
-        return cls(encoder, client, meta["threshold"], meta.get("symmetric", False), index)
-
-    def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        return self.client.classify_ids(input_ids)[:, self.equivalent_index]
-
-
-class ServedBiEncoderClassifier(EmbeddingScorer):
-    """The served twin of ``BiEncoderClassifier``: embeddings from vLLM replicas, the cosine map here."""
-
-    def __init__(self, encoder: TextEncoder, client: EmbedClient, scale: float, bias: float, threshold: float = 0.5):
-        super().__init__(encoder, scale, bias, threshold)
-        self.client = client
-
-    @classmethod
-    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> ServedBiEncoderClassifier:
-        meta = read_export_meta(path)
-        if not isinstance(client, EmbedClient):
-            client = EmbedClient(client) if not isinstance(client, PoolingClient) else EmbedClient(**client.settings())
-        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
-        return cls(encoder, client, meta["scale"], meta["bias"], meta["threshold"])
-
-    def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        return self.client.embed_ids(input_ids)

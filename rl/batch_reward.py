@@ -1,4 +1,4 @@
-"""DARLING rewards for a whole RL batch: partition every group with one pair scorer, combine with quality.
+"""The DARLING reward of a whole RL batch: partition every group with one pair scorer, combine with quality.
 
 The scorer is a classifier of either kind from ``darling.classifier.load_scorer`` (in-process or served by
 vLLM), or any ``is_equivalent(list[(a, b)]) -> bools``. A bi-encoder embeds every response of the batch in
@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from darling.rl.partition import PartitionStats, Scorer, partition_texts
+from darling.classifier.partition import PartitionStats, Scorer, partition_texts
 from darling.rl.reward import DarlingConfig, combine, group_advantages, group_diversity
 
 
@@ -77,7 +77,7 @@ def darling_rewards(
 
 def math_quality(completions: Sequence[str], answers: Sequence[str | None]) -> list[float]:
     """1.0 when math-verify finds the reference answer in the completion, else 0.0 (no reference: 0.0)."""
-    from darling.datagen.answers import extract_final_answer, is_correct
+    from darling.core.math_grading import extract_final_answer, is_correct
 
     return [
         1.0 if answer is not None and is_correct(answer, text, extract_final_answer(text)) else 0.0
