@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from darling.core.engines import ChatRequest, ChatResult, Sampling
+from darling.core.engine_api import ChatRequest, ChatResult, Sampling
 from darling.core.local_models import smollm2_dir
 from darling.core.ray_engine import RayDataEngine
 from darling.core.vllm_engine import VLLMServerEngine

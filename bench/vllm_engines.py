@@ -46,7 +46,8 @@ MODELS = ("smollm2", "tiny:qwen3-lm", "smollm2")  # two models and back: does me
 
 OFFLINE = r"""
 import gc, json, os, sys, time, resource
-from darling.core.engines import ChatRequest, Sampling, VLLMEngine
+from darling.core.engines import VLLMEngine
+from darling.core.engine_api import ChatRequest, Sampling
 from darling.core.local_models import resolve_model
 
 models, n_requests, n, max_tokens = json.loads(sys.argv[1])
@@ -104,7 +105,7 @@ def offline(models: list[str], n_requests: int, n: int, max_tokens: int, threads
 
 
 def served(models: list[str], n_requests: int, n: int, max_tokens: int, threads: int) -> dict:
-    from darling.core.engines import ChatRequest, Sampling
+    from darling.core.engine_api import ChatRequest, Sampling
     from darling.core.vllm_engine import VLLMServerEngine
 
     def requests():

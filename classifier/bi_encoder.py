@@ -9,51 +9,14 @@ the probability calibrated rather than only a ranking.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from darling.classifier.layer_cache import top_layers
 from darling.core.encoders import POOLINGS, pool
 from darling.core.errors import UserInputError
-
-# sentence-transformers' 1_Pooling/config.json keys, in the form vLLM reads them.
-ST_POOLING_KEYS = {
-    "mean": "pooling_mode_mean_tokens",
-    "cls": "pooling_mode_cls_token",
-    "last": "pooling_mode_lasttoken",
-}
-
-
-def backbone_pooling(path: str | Path, model_config) -> str:
-    """The pooling a backbone was trained with: its sentence-transformers Pooling module, else by architecture
-    (decoder-only models embed in their last token; encoders with a [CLS] token are mean-pooled)."""
-    modules = Path(path) / "modules.json"
-    if modules.exists():
-        for module in json.loads(modules.read_text()):
-            if module.get("type", "").endswith("Pooling"):
-                config = json.loads((Path(path) / module["path"] / "config.json").read_text())
-                for name, key in ST_POOLING_KEYS.items():
-                    if config.get(key):
-                        return name
-    return "mean" if is_encoder_only(model_config) else "last"
-
-
-def is_encoder_only(model_config) -> bool:
-    """BERT-like encoders (bidirectional, with a [CLS] token) as opposed to decoder-only embedders."""
-    return getattr(model_config, "model_type", "") in {
-        "bert",
-        "roberta",
-        "xlm-roberta",
-        "mpnet",
-        "modernbert",
-        "deberta-v2",
-        "distilbert",
-        "electra",
-    }
 
 
 class BiEncoder(nn.Module):
@@ -74,7 +37,6 @@ class BiEncoder(nn.Module):
 
     def embed_cached(self, hidden: torch.Tensor, attention_mask: torch.Tensor, frozen_layers: int) -> torch.Tensor:
         """``embed`` from the cached output of the frozen lower layers (layer_cache.py)."""
-        from darling.classifier.layer_cache import top_layers
 
         hidden = top_layers(self.backbone, frozen_layers, hidden, attention_mask)
         return F.normalize(pool(hidden, attention_mask, self.pooling).float(), dim=-1)

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from darling.core.errors import UserInputError
+
+if TYPE_CHECKING:
+    import torch  # loaded where a batch is padded: import-classifier's flags and bad input need none
 
 QWEN_CLS_TOKEN = "<|im_start|>"
 QWEN_SEP_TOKEN = "<|im_end|>"
@@ -108,6 +110,8 @@ class PairEncoder:
         ``segment_ids``, ``token_type_ids`` 0 up to and including the first [SEP], 1 after it."""
         padded = pad_ids(batch, self.special.pad_id, pad_to)
         if self.segment_ids:
+            import torch
+
             types = torch.zeros_like(padded["input_ids"])
             for row, ids in enumerate(batch):
                 # Responses are tokenised with split_special_tokens, so the first SEP id is the separator.
@@ -160,6 +164,8 @@ class TextEncoder:
 def pad_ids(batch: Sequence[Sequence[int]], pad_id: int, pad_to: int | None = None) -> dict[str, torch.Tensor]:
     """Right-pad to the longest sequence in the batch (dynamic padding) or to ``pad_to``."""
     width = max(len(ids) for ids in batch) if pad_to is None else pad_to
+    import torch
+
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
     for row, ids in enumerate(batch):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from darling import __version__
 from darling.classifier.backbones import EQUIVALENT_INDEX, LABEL_NAMES
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
+from darling.core.encoders import ST_POOLING_KEYS, is_encoder_only
 from darling.core.errors import UserInputError
 from darling.core.readers import read_text
 
@@ -235,7 +236,6 @@ def _write_sentence_transformers_files(folder: Path, model: BiEncoder, max_seq_l
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]
-    from darling.classifier.bi_encoder import ST_POOLING_KEYS
 
     pooling: dict[str, bool | int] = {key: model.pooling == name for name, key in ST_POOLING_KEYS.items()}
     hidden_size = int(model.backbone.config.hidden_size)  # type: ignore[union-attr, arg-type]
@@ -260,7 +260,6 @@ def _save_model(model, folder: Path, meta: dict[str, Any]) -> None:
         model.save_pretrained(folder, safe_serialization=True)
         return
     model.backbone.save_pretrained(folder, safe_serialization=True)
-    from darling.classifier.bi_encoder import is_encoder_only
 
     if not is_encoder_only(model.backbone.config):
         # A decoder's bare model saves as e.g. Qwen3Model, which vLLM does not register; under its causal-LM

@@ -36,10 +36,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling import __version__
+from darling.classifier.backbones import check_loading_info
 from darling.classifier.config import CROSS_ENCODER
-from darling.classifier.export import DTYPES, EXPORT_FORMAT_VERSION
+from darling.classifier.encoding import PairEncoder
+from darling.classifier.export import DTYPES, EXPORT_FORMAT_VERSION, write_export_folder
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.core.local_models import check_model_source, load_tokenizer
 
 
 @dataclass(frozen=True)
@@ -157,8 +160,6 @@ def _load_weights(source: str, trust_remote_code: bool):
     """The sequence classifier, every weight matched (a mismatch is an error, never a silently new layer)."""
     from transformers import AutoModelForSequenceClassification
 
-    from darling.classifier.backbones import check_loading_info
-
     try:
         model, info = AutoModelForSequenceClassification.from_pretrained(
             source, dtype="auto", output_loading_info=True, trust_remote_code=trust_remote_code
@@ -177,7 +178,6 @@ def _saved_dtype(model_config) -> str:
 
 def _meta(config: ImportConfig, source: str, model_config, tokenizer, tokenizer_source: str) -> dict[str, Any]:
     """``darling.json`` for the import; every check that can fail runs here, before any weight loads."""
-    from darling.classifier.encoding import PairEncoder
 
     values = config.resolved()
     labels = int(model_config.num_labels)
@@ -247,8 +247,6 @@ def import_classifier(config: ImportConfig, source: str, output: str | Path) -> 
     """Write ``source`` (a model folder or a hub name in the local cache) as a darling export at ``output``;
     returns its ``darling.json``. Nothing is written until the model and tokenizer loaded and their format checks
     passed; the folder is filled in a temporary folder and moved in, ``darling.json`` last."""
-    from darling.classifier.export import write_export_folder
-    from darling.core.local_models import check_model_source, load_tokenizer
 
     source = check_model_source(source, "classifier")
     model_config = _read_model_config(source, config.trust_remote_code)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from darling.classifier.encoding import pad_ids
+
 CACHEABLE_MODEL_TYPES = {"bert"}
 
 
@@ -27,7 +29,6 @@ def frozen_states(
 ) -> list[torch.Tensor]:
     """Hidden states after the embeddings and the first ``frozen_layers`` layers, one (length, hidden) tensor
     per text (padding removed), computed longest-first in batches."""
-    from darling.classifier.encoding import pad_ids
 
     was_training = backbone.training
     backbone.eval()

@@ -20,7 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from darling.classifier.config import BI_ENCODER
+from darling.classifier.export import read_export_meta
+from darling.classifier.labelled_pairs import load_pairs
 from darling.core.config import option
+from darling.core.devices import rank_device
 from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, free_gpu_memory, pooling_replicas, start_servers
 from darling.core.vllm_server import VLLMServer
 
@@ -39,7 +43,6 @@ class ServeConfig(ReplicaConfig):
 def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServer]:
     """The classifier replicas ``config`` asks for (not started): runner by the export's kind, dtype the export's
     unless overridden, the longest input the export's encoder ever builds."""
-    from darling.classifier.config import BI_ENCODER
 
     runner = "embed" if meta["kind"] == BI_ENCODER else "classify"
     return pooling_replicas(config, config.model, runner, config.dtype or meta["dtype"], meta["max_length"])
@@ -47,7 +50,6 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
 
 def start_replicas(config: ServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
     """Start the classifier's replicas and wait until all are healthy."""
-    from darling.classifier.export import read_export_meta
 
     meta = read_export_meta(config.model)  # fails with one line unless this is a darling export
     return start_servers(replica_servers(config, meta), timeout)
@@ -75,8 +77,11 @@ def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]])
     """Served P(equivalent) vs in-process, same pairs, same token ids, same dtype (both orders when a
     cross-encoder export is symmetric; a bi-encoder's served embeddings go through the same cosine map as the
     local ones). A decision may differ only for a pair within the dtype's tolerance of the threshold."""
-    from darling.classifier.scoring import ServedBiEncoderClassifier, ServedEquivalenceClassifier, load_scorer
-    from darling.core.devices import rank_device
+    from darling.classifier.scoring import (  # loads torch: serve-classifier's flags need none
+        ServedBiEncoderClassifier,
+        ServedEquivalenceClassifier,
+        load_scorer,
+    )
 
     served = typing.cast(ServedEquivalenceClassifier | ServedBiEncoderClassifier, load_scorer(model_dir, urls))
     try:
@@ -102,6 +107,5 @@ def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]])
 
 def sample_pairs(n: int = 32) -> list[tuple[str, str]]:
     """Real response pairs for the check: the built-in NoveltyBench pairs."""
-    from darling.classifier.labelled_pairs import load_pairs
 
     return [p.texts for p in load_pairs("noveltybench").pairs[:n]]

@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from darling.classifier.backbones import load_sequence_classifier
-from darling.classifier.bi_encoder import BiEncoder, backbone_pooling
+from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.bi_encoder_training import BiEncoderModule, TextPairDataModule
 from darling.classifier.calibration import choose_threshold
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig
@@ -28,7 +28,7 @@ from darling.classifier.lightning_data import PairDataModule
 from darling.classifier.lightning_module import PairClassifierModule, class_weights
 from darling.classifier.report import write_report
 from darling.classifier.scoring import BiEncoderClassifier, EquivalenceClassifier, EquivalenceScorer
-from darling.core.encoders import load_backbone_encoder, resolve_backbone
+from darling.core.encoders import backbone_pooling, load_backbone_encoder, resolve_backbone
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
 from darling.core.schemas import LabelledPair

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from darling.classifier.labelled_pairs import BUILTIN_PAIRS, load_pairs
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.core.shards import atomic_write_bytes
 
 SOURCES = ("judge", "human")
 PAIRS_FILE, SUMMARY_FILE = "pairs.jsonl", "summary.json"
@@ -53,8 +55,6 @@ def judge_rows(labels: Path) -> list[dict[str, Any]]:
     """The judge's agreed labels (none when the judge had no pairs, or agreed on none)."""
     import pyarrow.parquet as pq
 
-    from darling.classifier.labelled_pairs import load_pairs
-
     path = labels / "labelled.parquet" if labels.is_dir() else labels
     if path.suffix == ".parquet" and path.is_file() and pq.ParquetFile(path).metadata.num_rows == 0:
         return []
@@ -63,7 +63,6 @@ def judge_rows(labels: Path) -> list[dict[str, Any]]:
 
 def human_rows(n: int, seed: int) -> list[dict[str, Any]]:
     """A seeded sample of ``n`` of NoveltyBench's built-in human-labelled pairs."""
-    from darling.classifier.labelled_pairs import load_pairs
 
     builtin = load_pairs("noveltybench").pairs
     return [_row(p, "noveltybench") for p in random.Random(seed).sample(builtin, min(n, len(builtin)))]
@@ -83,8 +82,6 @@ def _row(pair, source: str) -> dict[str, Any]:
 
 def build_training_pairs(config: TrainingPairsConfig) -> dict[str, Any]:
     """Write ``pairs.jsonl`` and ``summary.json``; returns the summary."""
-    from darling.classifier.labelled_pairs import BUILTIN_PAIRS
-    from darling.core.shards import atomic_write_bytes
 
     rows = judge_rows(Path(config.labels)) if config.labels is not None else []
     balance = {label: sum(r["similar"] == label for r in rows) for label in (0, 1)}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from darling.classifier.bi_encoder import BiEncoder, backbone_pooling, fit_affine
+from darling.classifier.bi_encoder import BiEncoder, fit_affine
 from darling.classifier.calibration import choose_threshold
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.scoring import BiEncoderClassifier
-from darling.core.encoders import load_backbone_encoder, resolve_backbone
+from darling.core.encoders import backbone_pooling, load_backbone_encoder, resolve_backbone
 from darling.core.local_models import load_tokenizer
 from darling.core.schemas import LabelledPair
 

@@ -10,6 +10,8 @@ import typer
 
 from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.import_classifier import ImportConfig
+from darling.classifier.import_classifier import import_classifier as run_import
+from darling.classifier.labelled_pairs import load_pairs
 from darling.cli.common import out
 from darling.cli.options import config_command, param
 
@@ -61,12 +63,10 @@ def train(
     resume: bool,
     progress: bool,
 ) -> None:
-    from darling.classifier.labelled_pairs import load_pairs
-
     # Every input is read before the trainer is imported (torch and Lightning take seconds): bad input is
     # refused at once, and before anything is written.
     pairs, val_pairs, test_pairs = (load_pairs(s) if s is not None else None for s in (data, val, test))
-    from darling.classifier.train import train_classifier
+    from darling.classifier.train import train_classifier  # loads torch and Lightning
 
     result = train_classifier(config, pairs, output, val=val_pairs, resume=resume, progress=progress, test=test_pairs)
     if not result.exported:  # another rank of a multi-process run: rank 0 calibrates, exports and reports
@@ -116,7 +116,6 @@ IMPORT_PARAMS = [
 
 
 def import_classifier(config: ImportConfig, source: str, output: Path) -> None:
-    from darling.classifier.import_classifier import import_classifier as run_import
 
     meta = run_import(config, source, output)
     out.print(

@@ -12,13 +12,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from darling.core.errors import UserInputError
+from darling.core.readers import one_line
+from darling.core.shards import RUN_FILE
+
 err = Console(stderr=True)
 out = Console()
 
 
 def _holds_no_results(folder: Path) -> bool:
     """Only bookkeeping inside: settings records (``run.json``), interrupted temporary files, empty folders."""
-    from darling.core.shards import RUN_FILE
 
     files = (p for p in folder.rglob("*") if not p.is_dir())
     return all(p.name == RUN_FILE or (p.name.startswith(".") and p.name.endswith(".tmp")) for p in files)
@@ -44,8 +47,6 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from darling.core.errors import UserInputError
-        from darling.core.readers import one_line
 
         output = kwargs.get("output")
         created = _first_missing(output) if isinstance(output, Path) else None

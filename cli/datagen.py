@@ -9,10 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from darling.classifier.training_pairs import TrainingPairsConfig
+from darling.classifier.training_pairs import TrainingPairsConfig, build_training_pairs
 from darling.cli.common import out
 from darling.cli.options import config_command, param
+from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
+from darling.datagen.judge import label_pairs
+from darling.datagen.pairs import build_pairs
+from darling.datagen.rollouts import generate_rollouts, import_champ
 
 datagen_app = typer.Typer(
     help="Training data for the equivalence classifier: rollouts -> same-answer pairs -> judge labels.",
@@ -58,8 +62,6 @@ IMPORT = param(
 
 
 def rollouts(config: RolloutConfig, import_: str | None, progress: bool) -> None:
-    from darling.core.errors import UserInputError
-    from darling.datagen.rollouts import generate_rollouts, import_champ
 
     if import_ is not None:
         if import_ != "champ":
@@ -87,7 +89,6 @@ Every setting below is a field of `darling.datagen.config.PairConfig`.
 
 
 def pairs(config: PairConfig, progress: bool) -> None:
-    from darling.datagen.pairs import build_pairs
 
     summary = build_pairs(config, progress)
     counts = sorted(summary.per_problem.values())
@@ -117,7 +118,6 @@ Every setting below is a field of `darling.datagen.config.JudgeConfig`.
 
 
 def label(config: JudgeConfig, progress: bool) -> None:
-    from darling.datagen.judge import label_pairs
 
     summary = label_pairs(config, progress=progress)
     out.print(_table("judged pairs", summary.counts, ("status", "pairs")))
@@ -150,7 +150,6 @@ says what went in and why. Every setting below is a field of
 
 
 def training_pairs(config: TrainingPairsConfig) -> None:
-    from darling.classifier.training_pairs import build_training_pairs
 
     summary = build_training_pairs(config)
     by = summary["by_source"]

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import typer
 
+from darling.classifier.export import read_export_meta
+from darling.classifier.labelled_pairs import load_pairs
 from darling.cli.classifier import metrics_line
 from darling.cli.common import out
 from darling.cli.eval_creative import eval_creative_cmd
 from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.options import config_command
-from darling.evals.compare import CompareConfig
+from darling.evals.compare import CompareConfig, compare
 from darling.evals.config import ClassifierEvalConfig
-from darling.evals.study import StudyConfig
+from darling.evals.study import StudyConfig, study
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
 
@@ -37,9 +39,6 @@ Every setting below is a field of `darling.evals.config.ClassifierEvalConfig`.
 
 
 def eval_classifier(config: ClassifierEvalConfig) -> None:
-    from darling.classifier.export import read_export_meta
-    from darling.classifier.labelled_pairs import load_pairs
-
     # Every input is read before the scorers are imported (torch, scikit-learn take seconds): bad input is refused
     # at once. evaluate_classifier reads them again (cheap), for callers of the Python API.
     load_pairs(config.data)
@@ -48,7 +47,7 @@ def eval_classifier(config: ClassifierEvalConfig) -> None:
             read_export_meta(export)
     if config.fit_data is not None:
         load_pairs(config.fit_data)
-    from darling.evals.classifier import evaluate_classifier
+    from darling.evals.classifier import evaluate_classifier  # loads torch and scikit-learn
 
     metrics = evaluate_classifier(config)
     rows = [metrics] + [metrics[k] for k in ("compare", "zero_shot") if k in metrics]
@@ -77,7 +76,6 @@ Differences are every pair in the order the policies are named (darling - grpo, 
 
 
 def eval_compare(config: CompareConfig) -> None:
-    from darling.evals.compare import compare
 
     result = compare(config)
     if "novelty" in result:
@@ -102,7 +100,6 @@ Writes OUTPUT/study.json and study.md. Every setting below is a field of `darlin
 
 
 def eval_study(config: StudyConfig) -> None:
-    from darling.evals.study import study
 
     result = study(config)
     for metric, figures in result["metrics"].items():

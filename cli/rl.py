@@ -8,12 +8,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from darling.classifier.serve_classifier import ServeConfig
+from darling.classifier.serve_classifier import ServeConfig, parity_check, sample_pairs, start_replicas
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
-from darling.core.replicas import ReplicaConfig
+from darling.core.pooling_client import PoolingServerError
+from darling.core.replicas import ReplicaConfig, stop_all, stop_on_sigterm, write_ready_file
+from darling.core.reward_model import RewardServerError
 from darling.rl.config import RLTrainConfig
-from darling.rl.serve_reward_model import RewardServeConfig
+from darling.rl.serve_reward_model import (
+    RewardServeConfig,
+    reward_parity_check,
+    sample_reward_pairs,
+    start_reward_replicas,
+)
+from darling.rl.train import rl_train as train
 
 if TYPE_CHECKING:
     from darling.core.vllm_server import VLLMServer
@@ -44,9 +52,6 @@ RL_PARAMS = [
 
 
 def rl_train(config: RLTrainConfig, resume: bool) -> None:
-    from darling.core.pooling_client import PoolingServerError
-    from darling.core.reward_model import RewardServerError
-    from darling.rl.train import rl_train as train
 
     try:
         trainer = train(config, resume=resume)
@@ -87,7 +92,6 @@ choose). Ctrl-C or SIGTERM stops every replica.
 
 
 def serve_classifier(config: ServeConfig) -> None:
-    from darling.classifier.serve_classifier import parity_check, sample_pairs, start_replicas
 
     def check(servers: list[VLLMServer]) -> bool:
         report = parity_check(config.model, [s.base_url for s in servers], sample_pairs())
@@ -123,8 +127,6 @@ environment, else the CPU build .ci/setup.sh makes (--python to choose). Ctrl-C 
 
 
 def serve_reward_model(config: RewardServeConfig) -> None:
-    from darling.core.reward_model import RewardServerError
-    from darling.rl.serve_reward_model import reward_parity_check, sample_reward_pairs, start_reward_replicas
 
     def check(servers: list[VLLMServer]) -> bool:
         dtype, urls = servers[0].dtype, [s.base_url for s in servers]
@@ -153,8 +155,6 @@ def serve_replicas(
     --check (exit 1 unless it passes), write the ready file, then serve until Ctrl-C, SIGTERM or a replica's exit
     (exit 1), stopping all of them on the way out."""
     import time
-
-    from darling.core.replicas import stop_all, stop_on_sigterm, write_ready_file
 
     stop_on_sigterm()
     servers = start()

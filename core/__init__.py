@@ -1,5 +1,6 @@
-"""The shared core under every pipeline stage: errors, the one reader of user files, record schemas, shards and
-atomic writes, progress bars, packaged models and resources, generation engines and the reward model.
+"""The shared core under every stage: what two stages use lives here (errors, the one reader of user files, record
+schemas, resumable shards, the config system, local models and encoders, generation engines, math grading, quality
+signals, the reward model, the pooling client and replicas).
 
 It imports nothing from the stage packages (``datagen``, ``classifier``, ``rl``, ``evals``, ``pipeline``,
 ``cli``); ``tests/core/test_layers.py`` fails if it ever does. Import-light: nothing here loads torch at import time.

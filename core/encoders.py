@@ -7,11 +7,12 @@ load on first use: the command line imports this module to build its flags.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from darling.core.errors import UserInputError
-from darling.core.local_models import package_dir
-from darling.core.tiny_models import is_tiny, tiny_model_dir
+from darling.core.local_models import is_tiny, package_dir, tiny_model_dir
 
 if TYPE_CHECKING:
     import torch
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 POOLINGS = ("mean", "cls", "last")
+# sentence-transformers' 1_Pooling/config.json keys, in the form vLLM reads them.
+ST_POOLING_KEYS = {
+    "mean": "pooling_mode_mean_tokens",
+    "cls": "pooling_mode_cls_token",
+    "last": "pooling_mode_lasttoken",
+}
 
 
 def resolve_backbone(name: str) -> str:
@@ -59,3 +66,31 @@ def load_backbone_encoder(name_or_path: str, trust_remote_code: bool = False) ->
         )
     except OSError as exc:
         raise UserInputError(f"{name_or_path}: cannot load model ({exc})") from None
+
+
+def backbone_pooling(path: str | Path, model_config) -> str:
+    """The pooling a backbone was trained with: its sentence-transformers Pooling module, else by architecture
+    (decoder-only models embed in their last token; encoders with a [CLS] token are mean-pooled)."""
+    modules = Path(path) / "modules.json"
+    if modules.exists():
+        for module in json.loads(modules.read_text()):
+            if module.get("type", "").endswith("Pooling"):
+                config = json.loads((Path(path) / module["path"] / "config.json").read_text())
+                for name, key in ST_POOLING_KEYS.items():
+                    if config.get(key):
+                        return name
+    return "mean" if is_encoder_only(model_config) else "last"
+
+
+def is_encoder_only(model_config) -> bool:
+    """BERT-like encoders (bidirectional, with a [CLS] token) as opposed to decoder-only embedders."""
+    return getattr(model_config, "model_type", "") in {
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "mpnet",
+        "modernbert",
+        "deberta-v2",
+        "distilbert",
+        "electra",
+    }

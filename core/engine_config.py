@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from darling.core.config import CommandConfig, option
-from darling.core.engines import ENGINE_NAMES, Engine, make_engine
+from darling.core.engine_api import ENGINE_NAMES, Engine
+from darling.core.engines import make_engine
 from darling.core.errors import UserInputError
 
 ENGINE_PANEL = "Generation engine"

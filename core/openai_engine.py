@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from darling.core.engines import ChatRequest, ChatResult, Completion, check_request
+from darling.core.engine_api import ChatRequest, ChatResult, Completion, check_request
 from darling.core.errors import UserInputError
 
 RETRYABLE_STATUS = {408, 429}  # and every 5xx

@@ -30,8 +30,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from darling.core.engines import ChatRequest, ChatResult, Completion, check_request
+from darling.core.engine_api import ChatRequest, ChatResult, Completion, check_request
 from darling.core.errors import UserInputError
+from darling.core.local_models import resolve_model
 
 CPU_KV_CACHE_BYTES = 256 * 2**20  # as the vllm engine: holds CPU_MAX_MODEL_LEN tokens of a small model
 CPU_MAX_MODEL_LEN = 2048
@@ -178,7 +179,6 @@ class RayDataEngine:
             check_request(request)
         if not requests:
             return
-        from darling.core.local_models import resolve_model
 
         ray = self._connect()
         processor = self._processor(resolve_model(model))

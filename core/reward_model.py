@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer, resolve_model
 from darling.core.pooling_client import PoolingClient, PoolingServerError
 
 
@@ -39,8 +40,6 @@ class RewardEncoder:
 
     def __init__(self, path: str, max_length: int = 1024):
         from transformers import AutoConfig
-
-        from darling.core.local_models import load_tokenizer, resolve_model
 
         self.path = resolve_model(path)  # tiny:reward and other aliases
         try:

@@ -114,3 +114,11 @@ def polars_schema(columns: dict[str, str]):
         return getattr(pl, name)
 
     return {column: dtype(kind) for column, kind in columns.items()}
+
+
+@dataclass(frozen=True)
+class Problem:
+    problem_id: str  # "<source>:<id>", stable across runs: rollouts are keyed by it
+    source: str
+    problem: str
+    reference_answer: str | None  # None when the source has no usable answer

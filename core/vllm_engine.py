@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from darling.core.engines import ChatRequest, ChatResult
+from darling.core.engine_api import ChatRequest, ChatResult
 from darling.core.errors import UserInputError
+from darling.core.local_models import resolve_model
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, cuda_available, default_vllm_python
 
@@ -71,7 +72,6 @@ class VLLMServerEngine:
 
     def server_for(self, model: str) -> VLLMServer:
         """The server of ``model`` (not started): its parallelism, memory, dtype and devices."""
-        from darling.core.local_models import resolve_model
 
         args: list[str] = []
         env: dict[str, str] = {}

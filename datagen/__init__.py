@@ -1,1 +1,1 @@
-"""Data generation: rollouts, same-answer pairs, judge labels (issue: darling datagen)."""
+"""Data generation for the classifier: rollouts, same-answer pairs, the LLM judge's labels."""

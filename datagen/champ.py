@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.errors import UserInputError
+from darling.core.local_models import package_dir
 from darling.core.math_grading import extract_final_answer, is_correct, reference_from_text
-from darling.core.schemas import ROLLOUT_COLUMNS, stable_id
-from darling.datagen.problems import Problem
+from darling.core.schemas import ROLLOUT_COLUMNS, Problem, stable_id
 
 SOURCE = "champ"
 ENGINE = "import"
@@ -92,7 +92,6 @@ def grade(reference: str | None, summary: str, solution: str, extracted: str | N
 
 def champ_path() -> Path:
     """v0.json inside the installed package, found without importing the package (nothing in it is needed)."""
-    from darling.core.local_models import package_dir
 
     root = package_dir("champ_dataset")
     if root is None:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.config import CommandConfig, option
+from darling.core.engine_api import Sampling
 from darling.core.engine_config import ENGINE_OVERRIDES, EngineConfig, engine_option
-from darling.core.engines import Sampling
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
 

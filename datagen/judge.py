@@ -20,12 +20,13 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import build_engine, engine_options
-from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
+from darling.core.progress import progress_bar
 from darling.core.readers import read_text
 from darling.core.schemas import JUDGE_COLUMNS, polars_schema, stable_id
-from darling.core.shards import ShardStore, atomic_write_parquet
+from darling.core.shards import ShardStore, atomic_write_bytes, atomic_write_parquet
 from darling.datagen.config import JudgeConfig as JudgeConfig
 from darling.datagen.pairs import read_pairs
 
@@ -171,7 +172,6 @@ def judged_record(pair: dict[str, Any], results: list[ChatResult], config: Judge
 
 
 def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
-    from darling.core.progress import progress_bar
 
     config.validate()  # also a config changed after it was made
     options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
@@ -221,8 +221,6 @@ def finish_labels(config: JudgeConfig, store: ShardStore, judged_now: int, skipp
     """Write ``labelled.parquet`` (agreed labels only: what ``train-classifier --data`` takes) and
     ``summary.json`` (verdict counts, label balance and judge calls over every run into this folder), and count."""
     import json
-
-    from darling.core.shards import atomic_write_bytes
 
     output = Path(config.output)
     records = store.read()

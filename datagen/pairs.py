@@ -25,6 +25,8 @@ from typing import Any
 import polars as pl
 
 from darling.core.errors import UserInputError
+from darling.core.math_grading import answers_equivalent
+from darling.core.progress import progress_bar
 from darling.core.readers import one_line
 from darling.core.schemas import PAIR_COLUMNS, polars_schema, stable_id
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
@@ -55,7 +57,6 @@ def answer_classes(answers: list[str]) -> list[int]:
 
     Identical strings are grouped first, so math-verify runs once per distinct answer and class.
     """
-    from darling.core.math_grading import answers_equivalent
 
     representatives: list[str] = []
     class_of: dict[str, int] = {}
@@ -128,7 +129,6 @@ def _pool(workers: int):
 
 
 def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
-    from darling.core.progress import progress_bar
 
     config.validate()  # also a config changed after it was made
     frame = usable_responses(read_rollouts(config.rollouts), config.correct_only)

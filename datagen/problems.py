@@ -9,14 +9,14 @@ overridable. Every bad record is reported as one line naming the file, the line 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from darling.core.errors import UserInputError
 from darling.core.math_grading import reference_from_text
 from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
-from darling.core.schemas import stable_id
+from darling.core.schemas import Problem, stable_id
+from darling.datagen.champ import champ_problems
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "instruction")
 ANSWER_FIELDS = ("answer", "final_answer", "ground_truth", "solution")
@@ -32,14 +32,6 @@ ALIASES = {"minerva": "minerva_math"}
 PACKAGED_PROMPTS = Path(__file__).parent / "resources" / "prompts"
 PACKAGED_PROMPT_SETS = ("naming-train", "naming-heldout")
 BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
-
-
-@dataclass(frozen=True)
-class Problem:
-    problem_id: str  # "<source>:<id>", stable across runs: rollouts are keyed by it
-    source: str
-    problem: str
-    reference_answer: str | None  # None when the source has no usable answer
 
 
 def _first_present(record: Mapping[str, Any], fields: tuple[str, ...]) -> str | None:
@@ -178,8 +170,6 @@ def load_problems(
     if builtin == "arithmetic":
         return arithmetic_problems()[:limit]
     if builtin == "champ":
-        from darling.datagen.champ import champ_problems
-
         return champ_problems()[:limit]
 
     records, name = problem_records(spec)

@@ -15,11 +15,14 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import build_engine, engine_options
-from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
-from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
+from darling.core.math_grading import extract_final_answer, is_correct
+from darling.core.progress import progress_bar
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, Problem, stable_id
 from darling.core.shards import ShardStore
+from darling.datagen.champ import champ_identifiers, import_champ_rollouts
 
 # The settings live in datagen.config (light, for the command line); their names stay importable from here.
 from darling.datagen.config import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
@@ -27,7 +30,7 @@ from darling.datagen.config import DEFAULT_USER_TEMPLATE as DEFAULT_USER_TEMPLAT
 from darling.datagen.config import GeneratorSpec as GeneratorSpec
 from darling.datagen.config import RolloutConfig as RolloutConfig
 from darling.datagen.config import load_generator_config as load_generator_config
-from darling.datagen.problems import Problem, load_problems
+from darling.datagen.problems import load_problems
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,6 @@ def rollout_row(problem: Problem, spec: GeneratorSpec, index: int, engine: str, 
 
 def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Final answer and correctness, computed in the caller's thread (math-verify's timeouts need it)."""
-    from darling.core.math_grading import extract_final_answer, is_correct
 
     for row in rows:
         if row["status"] == "ok":
@@ -146,7 +148,6 @@ def run_generator(
 
 def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progress: bool = True) -> RolloutSummary:
     """Generate what is missing in ``config.output``; ``engine``: one already made (default: ``config``'s)."""
-    from darling.core.progress import progress_bar
 
     config.validate()  # also a config changed after it was made
     if config.problems is None:
@@ -195,8 +196,6 @@ def import_champ(output: Path, limit: int | None = None, chunk: int = 10, progre
     Graded and written ``chunk`` problems per shard (grading all takes minutes), so a killed import
     resumes where it stopped. ``limit``: the first N problems (a larger limit later extends the output).
     """
-    from darling.core.progress import progress_bar
-    from darling.datagen.champ import champ_identifiers, import_champ_rollouts
 
     store = ShardStore(output, ROLLOUT_COLUMNS, ROLLOUT_KEY)
     store.check_settings({"import": "champ"}, what="the source")

@@ -1,1 +1,1 @@
-"""Evaluation: classifier quality, diversity, math pass@k."""
+"""Evaluation: classifiers on labelled pairs, math pass@k, NoveltyBench diversity, creative writing, comparisons."""

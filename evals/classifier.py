@@ -22,11 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from darling.classifier.calibration import choose_threshold
 from darling.classifier.export import read_export_meta
 from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
+from darling.classifier.zero_shot import zero_shot_classifier
 from darling.evals.config import ClassifierEvalConfig
+from darling.evals.lexical import BASELINES, overlap_scores
 
 # ROC-AUC and balanced accuracy first: they do not move with the share of equivalent pairs in the test set.
 COMPARED = ("roc_auc", "balanced_accuracy", "accuracy", "precision", "recall", "f1", "ece", "threshold", "n")
@@ -50,7 +53,6 @@ def _export_row(model_dir, texts, symmetric, batch_size, key: str, threshold: fl
 
 
 def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, key: str) -> Row:
-    from darling.classifier.zero_shot import zero_shot_classifier
 
     fit = load_pairs(fit_data)
     clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size)
@@ -69,8 +71,6 @@ def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, 
 
 def _baseline_rows(config: ClassifierEvalConfig, pairs, texts) -> list[Row]:
     """Token Jaccard and ROUGE-1 F, each at a threshold fitted on ``fit_data`` (else on these pairs, said so)."""
-    from darling.classifier.calibration import choose_threshold
-    from darling.evals.lexical import BASELINES, overlap_scores
 
     fit = load_pairs(config.fit_data).pairs if config.fit_data is not None else pairs
     fitted_on = str(config.fit_data) if config.fit_data is not None else "these pairs (no --fit-data): optimistic"

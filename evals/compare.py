@@ -20,6 +20,10 @@ import numpy as np
 
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.core.quality import QUALITIES, distinct_answers, open_ended_quality
+from darling.core.shards import atomic_write_bytes
+from darling.evals.compare_report import render_comparison
+from darling.evals.math import pass_at_k, scored_problems
 
 N_BOOT = 2000
 METRICS = ("distinct", "distinct_answers", "quality", "short")
@@ -56,7 +60,6 @@ class CompareConfig(CommandConfig):
     seed: int = option(0, help="Seed of the bootstrap.")
 
     def check(self) -> None:
-        from darling.core.quality import QUALITIES
 
         if not (self.novelty or self.math):
             raise UserInputError("give --novelty NAME=DIR and/or --math NAME=DIR for at least two policies")
@@ -108,8 +111,6 @@ def named(items: list[str], flag: str, must_exist: bool = True) -> dict[str, Pat
 def per_prompt_figures(scores_file: Path, quality: str, max_words: int) -> dict[str, dict[str, float]]:
     """``{prompt_id: {metric: value}}`` (METRICS) from one policy's ``scores.parquet``."""
     import polars as pl
-
-    from darling.core.quality import distinct_answers, open_ended_quality
 
     if not scores_file.exists():
         raise UserInputError(f"{scores_file}: no eval novelty scores (run `darling eval novelty` into that folder)")
@@ -170,7 +171,6 @@ def compare_novelty(
 # -- eval math: per problem --------------------------------------------------------------------------------------
 def compare_math(folders: dict[str, Path], ks: list[int], pairs: list[tuple[str, str]], seed: int = 0) -> dict:
     """pass@k per policy over the problems every policy scored, and paired differences over problems."""
-    from darling.evals.math import pass_at_k, scored_problems
 
     counts = {}
     for name, folder in folders.items():
@@ -237,8 +237,6 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
 
 def compare(config: CompareConfig) -> dict[str, Any]:
     """Everything the config names, compared: writes compare.json, report.md and curves.png; returns compare.json."""
-    from darling.core.shards import atomic_write_bytes
-    from darling.evals.compare_report import render_comparison
 
     config.validate()
     pairs = config.difference_pairs()

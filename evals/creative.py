@@ -32,14 +32,16 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import build_engine, engine_options
-from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
+from darling.core.progress import progress_bar
 from darling.core.schemas import stable_id
 from darling.core.shards import RUN_FILE, ShardStore
 from darling.datagen.config import GeneratorSpec
 from darling.evals.creative_bench import Bench, BenchPrompt, load_bench, parse_judge_scores, strip_reasoning
 from darling.evals.creative_config import CreativeConfig as CreativeConfig
+from darling.evals.creative_report import build_tables, summarise, write_outputs
 from darling.evals.math import slug
 
 ATTEMPTS = 3  # generate_creative_piece: max_attempts for a piece shorter than its 500 characters
@@ -109,7 +111,6 @@ def write_pieces(
     config: CreativeConfig, bench: Bench, spec: GeneratorSpec, store: ShardStore, engine: Engine, progress: bool
 ) -> dict[str, int]:
     """Write every missing or failed piece of ``spec``; too short ones are asked again (new seed) up to 3 times."""
-    from darling.core.progress import progress_bar
 
     existing = store.read().filter(pl.col("status").is_in(["ok", "short"]))
     done = {(p, i) for p, i in existing.select("prompt_id", "iteration").iter_rows()}
@@ -161,7 +162,6 @@ def judge_pieces(
     config: CreativeConfig, bench: Bench, pieces: pl.DataFrame, store: ShardStore, engine: Engine, progress: bool
 ) -> dict[str, int]:
     """Judge every ok piece without an ok judgment of that very text; temperature 0, one call each."""
-    from darling.core.progress import progress_bar
 
     judged = store.read().filter(pl.col("status") == "ok")
     done = {(m, p, i, pid) for m, p, i, pid in judged.select(*KEY, "piece_id").iter_rows()}
@@ -256,7 +256,6 @@ def evaluate_creative(
 ) -> dict[str, Any]:
     """Write and judge (resumably), then score and write metrics.json, report.md, creative.png, pieces.parquet and
     criteria.parquet to ``config.output``. Returns the metrics plus this run's counts (``run``)."""
-    from darling.evals.creative_report import build_tables, summarise, write_outputs
 
     config.validate()  # also a config changed after it was made
     bench = load_bench(config)  # every file of the checkout is checked before anything is written

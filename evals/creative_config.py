@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from darling.core.config import option
+from darling.core.engine_api import ENGINE_NAMES
 from darling.core.engine_config import ENGINE_PANEL, EngineConfig
-from darling.core.engines import ENGINE_NAMES
 from darling.core.errors import UserInputError
 from darling.datagen.config import GeneratorSpec
 from darling.evals.config import parse_model

@@ -49,7 +49,8 @@ from darling.core.engine_config import build_engine, engine_options
 from darling.core.errors import UserInputError
 from darling.core.shards import SHARD_GLOB, atomic_write_bytes
 from darling.datagen.config import GeneratorSpec, RolloutConfig
-from darling.datagen.rollouts import read_rollouts
+from darling.datagen.problems import load_problems
+from darling.datagen.rollouts import generate_rollouts, read_rollouts
 
 # The settings live in evals.config (light, for the command line); their names stay importable from here.
 from darling.evals.config import MathEvalConfig as MathEvalConfig
@@ -95,7 +96,6 @@ def _unique(names: list[str], what: str) -> None:
 
 def _dataset_names(config: MathEvalConfig) -> list[tuple[str, str]]:
     """(dataset name, problems spec) per ``--problems``; loading them here validates every file up front."""
-    from darling.datagen.problems import load_problems
 
     named = [(slug(load_problems(spec, limit=config.limit)[0].source), spec) for spec in config.problems]
     _unique([name for name, _ in named], "--problems")
@@ -115,7 +115,6 @@ def generate(
 ) -> dict[str, int]:
     """Fill ``generations/<dataset>/<model>/``; models outermost, each with an engine of its own settings (``vllm``:
     one server process per model, ended before the next starts) that serves every dataset."""
-    from darling.datagen.rollouts import generate_rollouts
 
     counts = {"generated": 0, "skipped": 0, "failed": 0}
     sampling = ("engine", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "shard_size")

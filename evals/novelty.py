@@ -37,11 +37,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import build_engine, engine_options
-from darling.core.engines import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.errors import UserInputError
+from darling.core.progress import progress_bar
+from darling.core.reward_model import load_reward_model
 from darling.core.schemas import stable_id
 from darling.core.shards import RUN_FILE, ShardStore
+from darling.datagen.problems import PACKAGED_PROMPT_SETS, packaged_problem_file, problem_records
 from darling.evals.config import (
     DARLING_FORK,
     DEFAULT_PATIENCE,
@@ -62,6 +65,7 @@ from darling.evals.novelty_partition import (
     load_pair_scorer,
     partition_responses,
 )
+from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
 
 GENERATION_KEY = ("prompt_id", "sample_index")
 GENERATION_COLUMNS = {
@@ -131,7 +135,6 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
     """Prompts (field ``prompt``; ``id`` if present, else a content hash; optional ``category``) from a
     .jsonl[.gz] file, a .parquet file or folder, a ``save_to_disk`` folder, a hub name ``owner/name[:split]`` or
     a packaged prompt set by name (``noveltybench-curated``, ``naming-heldout``, ``naming-train``)."""
-    from darling.datagen.problems import PACKAGED_PROMPT_SETS, packaged_problem_file, problem_records
 
     spec = str(source)
     if limit is not None and limit < 1:
@@ -177,7 +180,6 @@ def generate_responses(
     config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore, engine: Engine | None, progress: bool
 ) -> dict[str, int]:
     """Ask the engine for every missing or failed sample; rows are flushed every ``shard_size`` rows."""
-    from darling.core.progress import progress_bar
 
     existing = store.read()
     done = {tuple(k) for k in existing.filter(pl.col("status") == "ok").select(GENERATION_KEY).iter_rows()}
@@ -247,7 +249,6 @@ def score_generations(
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (distinct, utility) for
     ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)), and the partition's counts."""
-    from darling.core.progress import progress_bar
 
     by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
     groups = by_prompt["response"].to_list()
@@ -290,7 +291,6 @@ def score_generations(
 def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: str) -> list[float | None]:
     """The reward model's raw score per response: from its replicas at ``urls`` or in this process. A served score
     that cannot be had raises ``RewardServerError``: no score, no quality, no utility."""
-    from darling.core.reward_model import load_reward_model
 
     model = load_reward_model(path, urls, device)
     try:
@@ -304,7 +304,6 @@ def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: s
 def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progress: bool = False) -> dict[str, Any]:
     """Generate (resumably), partition, score, and write metrics.json, report.md, novelty.png, scores.parquet
     and per_prompt.parquet to ``config.output``. Returns the metrics plus this run's generation counts."""
-    from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
 
     config.validate()  # also a config changed after it was made
     if config.generate and engine is None:

@@ -27,7 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from darling.classifier.config import BI_ENCODER
+from darling.classifier.encoding import PairEncoder
+from darling.classifier.export import META_FILE, read_export_meta
 from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
 from darling.evals.config import NOVELTYBENCH as NOVELTYBENCH
 from darling.evals.config import PARTITIONS as PARTITIONS
 from darling.evals.config import UNION_FIND as UNION_FIND
@@ -117,7 +120,7 @@ def partition_responses(
     groups: Sequence[Sequence[str]], scorer: EquivalenceScorer, method: str
 ) -> tuple[list[list[int]], NoveltyPartitionStats]:
     """Class labels per group (numbered in order of first appearance) by ``method``, at ``scorer.threshold``."""
-    from darling.classifier.partition import partition_texts
+    from darling.classifier.partition import partition_texts  # loads torch: not before the settings are checked
 
     if method == UNION_FIND:
         classes, s = partition_texts(groups, scorer)
@@ -134,7 +137,6 @@ def partition_responses(
 # -- the classifier ------------------------------------------------------------------------------------------
 def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
     """Describe the classifier from its files (cheap: runs before any generation, so a typo fails fast)."""
-    from darling.classifier.export import META_FILE, read_export_meta
 
     path = Path(str(config.classifier))
     given = config.threshold is not None
@@ -165,8 +167,10 @@ def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
 def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceScorer:
     """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
     encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
-    from darling.classifier.export import META_FILE
-    from darling.classifier.scoring import EquivalenceClassifier, load_scorer
+    from darling.classifier.scoring import (  # loads torch: not before the settings are checked
+        EquivalenceClassifier,
+        load_scorer,
+    )
 
     path = Path(str(config.classifier))
     if (path / META_FILE).exists():
@@ -174,9 +178,6 @@ def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceSc
         scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
     else:
         from transformers import AutoModelForSequenceClassification
-
-        from darling.classifier.encoding import PairEncoder
-        from darling.core.local_models import load_tokenizer
 
         model = AutoModelForSequenceClassification.from_pretrained(str(path))
         if model.config.num_labels != 2:

@@ -26,6 +26,7 @@ from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, gener
 from darling.evals.compare import CompareConfig
 from darling.evals.config import MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
+from darling.pipeline.resources import INPUT_FILES
 from darling.rl.config import RLTrainConfig
 from darling.rl.serve_reward_model import RewardServeConfig
 
@@ -265,7 +266,6 @@ class PipelineConfig(CommandConfig):
 def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:
     """A stage's table with every value read as its field's type; an unknown key, a key the pipeline sets, an
     unknown stage preset or an unknown ``inputs:`` file is one line naming the table and the key."""
-    from darling.pipeline.resources import INPUT_FILES
 
     known = {f.name for f in fields(section.config)}
     out: dict[str, Any] = {}

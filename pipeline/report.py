@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.shards import atomic_write_bytes
+from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands_sh import COMMANDS_FILE, input_files
+from darling.pipeline.commands_sh import COMMANDS_FILE, input_files, stage_names
 from darling.pipeline.config import PipelineConfig, to_json
 from darling.pipeline.report_policies import (
     compare_section,
@@ -178,7 +179,6 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "| stage | status | wall time (s) |",
         "| --- | --- | ---: |",
     ]
-    from darling.pipeline.commands_sh import stage_names
 
     active = stage_names(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
     for name in active:
@@ -239,8 +239,6 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
     for path in input_files(config):
         found.append({"role": "input", "path": str(path)})
     if config.rollouts_from == "champ":
-        from darling.datagen.champ import champ_path
-
         try:
             found.append({"role": "champ_dataset", "path": str(champ_path())})
         except Exception:  # the package is absent: nothing was imported from it either

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from darling.evals.compare_report import math_lines, novelty_lines
+
 
 def fmt(value: Any, digits: int = 3) -> str:
     if value is None:
@@ -133,7 +135,6 @@ def _prompts_link(prompts: str) -> str:
 
 def compare_section(s: dict[str, Any]) -> list[str]:
     """DARLING against GRPO and the base policy: the same policy, prompts, seeds and steps; only the reward differs."""
-    from darling.evals.compare_report import math_lines, novelty_lines
 
     lines = [
         "DARLING (`rl/`) and GRPO (`rl-grpo/`) trained with the same policy, prompts, seeds, sampling and steps; "

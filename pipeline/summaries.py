@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from darling.core.local_models import resolve_model
+from darling.datagen.rollouts import read_rollouts
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.stage_commands import (
     EVAL_NAME,
@@ -72,8 +74,6 @@ def plan_notes(config: PipelineConfig) -> list[str]:
 
 def datagen(c: PipelineConfig) -> dict[str, Any]:
     import polars as pl
-
-    from darling.datagen.rollouts import read_rollouts
 
     config = datagen_step(c).config
     if c.rollouts_from == "champ":
@@ -150,7 +150,6 @@ def max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
 
 def rl_run(c: PipelineConfig, grpo: bool) -> dict[str, Any]:
     """One RL run's settings and per-step metrics (from ``OUTPUT/log_history.json``)."""
-    from darling.core.local_models import resolve_model
 
     step = rl_step(c, grpo=grpo)
     config = step.config

@@ -1,1 +1,1 @@
-"""The DARLING reward and RL training (issue: darling rl-train)."""
+"""RL with the DARLING reward: the reward, its TRL and verl entry points, rl-train, the served reward model."""

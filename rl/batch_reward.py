@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from darling.classifier.partition import PartitionStats, Scorer, partition_texts
+from darling.core.math_grading import extract_final_answer, is_correct
 from darling.rl.reward import DarlingConfig, combine, group_advantages, group_diversity
 
 
@@ -77,7 +78,6 @@ def darling_rewards(
 
 def math_quality(completions: Sequence[str], answers: Sequence[str | None]) -> list[float]:
     """1.0 when math-verify finds the reference answer in the completion, else 0.0 (no reference: 0.0)."""
-    from darling.core.math_grading import extract_final_answer, is_correct
 
     return [
         1.0 if answer is not None and is_correct(answer, text, extract_final_answer(text)) else 0.0

@@ -23,9 +23,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from darling.classifier.labelled_pairs import load_pairs
 from darling.core.config import option
+from darling.core.devices import rank_device
 from darling.core.errors import UserInputError
-from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, pooling_replicas, start_servers
+from darling.core.local_models import check_model_source
+from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, free_gpu_memory, pooling_replicas, start_servers
+from darling.core.reward_model import RewardModel, ServedRewardModel, servable_encoder
 from darling.core.vllm_server import VLLMServer
 
 
@@ -59,7 +63,6 @@ class RewardServeConfig(ReplicaConfig):
 
 def model_folder(name: str) -> Path:
     """The folder vLLM loads: ``tiny:reward`` built in the cache, a folder as given, a hub name's cached snapshot."""
-    from darling.core.local_models import check_model_source
 
     resolved = check_model_source(name, "--model")  # one line when nothing can load it
     if Path(resolved).expanduser().is_dir():
@@ -96,7 +99,6 @@ def reward_replicas(config: RewardServeConfig, folder: Path, max_length: int) ->
 def start_reward_replicas(config: RewardServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
     """Check the model (one output, servable encoding: one-line errors before any replica starts), start the
     replicas and wait until all are healthy."""
-    from darling.core.reward_model import servable_encoder
 
     folder = model_folder(config.model)
     encoder = servable_encoder(str(folder))
@@ -128,9 +130,6 @@ def reward_parity_check(
 ) -> RewardParityReport:
     """Served raw scores (through the client rl-train uses) vs the model scored in this process in the served
     dtype, on the same token ids. A server that gives no score raises ``RewardServerError``."""
-    from darling.core.devices import rank_device
-    from darling.core.replicas import free_gpu_memory
-    from darling.core.reward_model import RewardModel, ServedRewardModel
 
     served = ServedRewardModel(model, urls)
     try:
@@ -155,7 +154,6 @@ def sample_reward_pairs(n: int = 16) -> tuple[list[str], list[str]]:
     """Real text for the check, 2n (prompt, response) pairs from NoveltyBench's human-labelled pairs: each prompt
     with its two LLM responses one after the other (past 1024 tokens for about half: the truncation both sides
     must cut alike), and with its first response's first sentence (a short input)."""
-    from darling.classifier.labelled_pairs import load_pairs
 
     prompts, responses = [], []
     for pair in load_pairs("noveltybench").pairs[:n]:

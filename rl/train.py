@@ -14,7 +14,12 @@ import json
 import os
 from pathlib import Path
 
+from darling.classifier.export import read_export_meta
+from darling.core.devices import rank_device
 from darling.core.errors import UserInputError
+from darling.core.local_models import check_model_source, resolve_model
+from darling.core.shards import atomic_write_bytes
+from darling.datagen.problems import load_problems
 from darling.rl.config import CPU_TEMPLATE as CPU_TEMPLATE  # re-exported: the config lives in darling.rl.config
 from darling.rl.config import RLTrainConfig
 from darling.rl.config import build_config as build_config
@@ -47,8 +52,6 @@ RESUME_MAY_CHANGE = frozenset(
 def build_dataset(config: RLTrainConfig):
     from datasets import Dataset
 
-    from darling.datagen.problems import load_problems
-
     problems = load_problems(config.problems, limit=config.limit)
     if config.quality == "math" and not config.reward_model:  # correctness needs a reference answer
         problems = [p for p in problems if p.reference_answer is not None]
@@ -71,10 +74,10 @@ def build_scorer(config: RLTrainConfig):
     """The in-process (on ``classifier_device``, default this rank's accelerator) or vLLM-served classifier,
     either kind; the GRPO baseline gets one only to measure distinct per group for the logs (None without
     --classifier)."""
+    from darling.classifier.scoring import load_scorer  # loads torch: not before the settings are checked
+
     if config.classifier is None:
         return None
-    from darling.classifier.scoring import load_scorer
-    from darling.core.devices import rank_device
 
     if config.classifier_urls:
         return load_scorer(
@@ -95,8 +98,11 @@ def client_options(config: RLTrainConfig) -> dict:
 def build_quality(config: RLTrainConfig):
     """The quality signal: math-verify correctness, an open-ended quality, or a reward model (served by
     ``reward_model_urls``, else in process on ``reward_model_device``, default this rank's accelerator)."""
-    from darling.core.devices import rank_device
-    from darling.rl.trl_reward import OpenEndedQuality, RewardModelQuality, answer_quality
+    from darling.rl.trl_reward import (  # loads torch: not before the settings are checked
+        OpenEndedQuality,
+        RewardModelQuality,
+        answer_quality,
+    )
 
     if config.reward_model and config.reward_model_urls:
         return RewardModelQuality(str(config.reward_model), urls=config.reward_model_urls, **client_options(config))
@@ -170,8 +176,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     import torch
     from trl import GRPOTrainer
 
-    from darling.core.local_models import resolve_model
-    from darling.rl.trl_reward import DarlingRewardFunction
+    from darling.rl.trl_reward import DarlingRewardFunction  # loads torch: not before the settings are checked
 
     config.validate()  # also a config changed after it was made
     if config.threads:
@@ -230,7 +235,6 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
 def check_policy(name: str) -> None:
     """A policy that cannot be loaded is bad input, found before anything is written or loaded: a local folder
     must hold a model, and a hub name must be in the local cache (or, online, on the hub)."""
-    from darling.core.local_models import check_model_source
 
     check_model_source(name, "--policy")
 
@@ -247,8 +251,6 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
         dataset = build_dataset(config)
         grpo_overrides(config)
         if config.classifier is not None:
-            from darling.classifier.export import read_export_meta
-
             read_export_meta(config.classifier)
         check_policy(config.policy)  # may convert the packaged SmolLM2 the first time: after the cheap checks
     resuming = start_or_resume(config, resume)
@@ -261,8 +263,6 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     trainer.train(resume_from_checkpoint=str(last) if last else False)
     trainer.save_model(str(Path(config.output) / "final"))
     if trainer.is_world_process_zero():
-        from darling.core.shards import atomic_write_bytes
-
         history = json.dumps(trainer.state.log_history, indent=2, default=str) + "\n"
         atomic_write_bytes(Path(config.output) / LOG_FILE, history.encode())
         if config.prune_checkpoints:

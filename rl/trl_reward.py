@@ -15,6 +15,7 @@ from typing import Any
 
 from darling.classifier.partition import Scorer
 from darling.core.quality import distinct_answers, open_ended_quality
+from darling.core.reward_model import load_reward_model, sigmoid_quality
 from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
@@ -59,12 +60,10 @@ class RewardModelQuality:
     retries). A served score that cannot be had raises (``RewardServerError``): no score, no reward."""
 
     def __init__(self, path: str, device: str | None = None, urls: Sequence[str] = (), **client_options: Any):
-        from darling.core.reward_model import load_reward_model
 
         self.model = load_reward_model(path, urls, device, **client_options)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
-        from darling.core.reward_model import sigmoid_quality
 
         return sigmoid_quality(self.model.scores(list(prompts), list(completions)))
 

@@ -45,6 +45,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from darling.classifier.scoring import load_scorer
+from darling.core.devices import rank_device
 from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
@@ -105,9 +107,6 @@ def scorer(settings: VerlSettings):
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
     key = (settings.classifier, settings.classifier_urls, settings.threshold, settings.classifier_device)
     if key not in _SCORERS:
-        from darling.classifier.scoring import load_scorer
-        from darling.core.devices import rank_device
-
         served = bool(settings.classifier_urls)
         device = None if served else (settings.classifier_device or rank_device())
         _SCORERS[key] = load_scorer(

@@ -141,7 +141,7 @@ def test_bad_imports_are_one_line_errors_and_write_nothing(args, fragments, fore
 
 def test_a_model_without_a_classification_head_is_refused(tmp_path):
     """tiny:qwen3 is a bare Qwen3 encoder (a backbone): importing it would add an untrained head."""
-    from darling.core.tiny_models import tiny_model_dir
+    from darling.core.local_models import tiny_model_dir
 
     tiny_model_dir("tiny:qwen3")  # built here, so the command's stderr (checked below) is its error alone
     result = darling("import-classifier", "tiny:qwen3", "--format", "darling-math", "--output", tmp_path / "o")

@@ -18,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
-from darling.core.engines import ChatRequest, ChatResult, HFEngine, Sampling, VLLMEngine, make_engine
+from darling.core.engine_api import ChatRequest, ChatResult, Sampling
+from darling.core.engines import HFEngine, VLLMEngine, make_engine
 from darling.core.errors import UserInputError
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.vllm_server import cpu_server_env, free_port
@@ -338,7 +339,8 @@ def test_run_from_inside_an_event_loop(fault_server):
 
 VLLM_SCRIPT = """
 import json, sys
-from darling.core.engines import ChatRequest, Sampling, VLLMEngine
+from darling.core.engines import VLLMEngine
+from darling.core.engine_api import ChatRequest, Sampling
 engine = VLLMEngine(dtype="float32", max_model_len=512, seed=0,
                     llm_kwargs={"enforce_eager": True, "kv_cache_memory_bytes": 64 << 20})
 requests = [ChatRequest(i, ({"role": "user", "content": q},), Sampling(n=2, temperature=0.8, max_tokens=12, seed=i))

@@ -68,3 +68,62 @@ def test_no_module_imports_another_modules_private_name():
             if private and module != own:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {private} from {module}")
     assert not bad, "\n".join(bad)
+
+
+def in_function_imports(path: Path):
+    """(line, module, source line) of every ``from darling... import`` inside a function of ``path``."""
+    source = path.read_text()
+    lines = source.splitlines()
+    seen = set()
+    for fn in ast.walk(ast.parse(source, str(path))):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("darling"):
+                    yield node.lineno, node.module, lines[node.lineno - 1]
+
+
+def test_the_packages_own_modules_are_imported_at_the_top():
+    """Only an import of one of the package's modules that loads a heavy library (torch, Lightning, scikit-learn)
+    may wait inside a function, where ``darling --help`` or a command's bad-input path would otherwise load it, and
+    it says so on its line ("# loads ...")."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {module} inside a function without saying what it loads"
+        for _, path in modules()
+        for line, module, text in in_function_imports(path)
+        if "# loads " not in text
+    ]
+    assert not bad, "\n".join(bad)
+
+
+HEAVY = ("torch", "transformers", "lightning", "sklearn", "trl", "vllm", "datasets", "matplotlib", "ray")
+
+
+def test_darling_help_and_a_bad_input_load_no_heavy_library(tmp_path):
+    """``darling --help`` and a refused input, in a fresh interpreter: none of the heavy libraries is imported."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['darling', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('darling', run_name='__main__')\n"
+        "except SystemExit as exit:\n    code = exit.code\n"
+        f"print('HEAVY', *[m for m in {HEAVY!r} if m in sys.modules])\n"
+        "print('CODE', code)\n"
+    )
+    missing = str(tmp_path / "missing.jsonl")
+    for argv in (
+        ["--help"],
+        ["train-classifier", "--data", missing, "--output", str(tmp_path / "o")],
+        ["eval", "classifier", "--data", missing, "--model", str(tmp_path), "--output", str(tmp_path / "e")],
+        ["eval", "novelty", "--classifier", str(tmp_path), "--output", str(tmp_path / "n")],
+        ["serve-classifier", "--model", str(tmp_path)],
+        ["pipeline", "--preset", "nope", "--output", str(tmp_path / "p")],
+    ):
+        result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+        report = {k: v for k, _, v in (line.partition(" ") for line in result.stdout.splitlines())}
+        assert report["CODE"] in ("0", "2"), (argv, result.stdout[-500:], result.stderr[-500:])
+        assert report["HEAVY"].strip() == "", (argv, report["HEAVY"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from helpers import assert_one_line_error, darling_in_process
 
-from darling.core.engines import ChatRequest, Sampling
+from darling.core.engine_api import ChatRequest, Sampling
 from darling.core.ray_engine import Gatherer, request_rows, row_shape, seed_for_sample
 
 

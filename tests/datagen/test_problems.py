@@ -13,9 +13,9 @@ from helpers import MATH_SETS, darling, write_jsonl
 
 from darling.core.errors import UserInputError
 from darling.core.math_grading import answers_equivalent, is_correct
-from darling.core.schemas import ROLLOUT_COLUMNS, polars_schema, stable_id
+from darling.core.schemas import ROLLOUT_COLUMNS, Problem, polars_schema, stable_id
 from darling.datagen import champ
-from darling.datagen.problems import BUILTIN_SOURCES, PACKAGED_SETS, Problem, load_problems, packaged_problem_file
+from darling.datagen.problems import BUILTIN_SOURCES, PACKAGED_SETS, load_problems, packaged_problem_file
 
 # --- the real benchmark files, packaged (datagen/resources/math, MIT) -----------------------------------------
 # name -> (first problem id, first reference answer, the field the problem text came from, SHA-256 of the

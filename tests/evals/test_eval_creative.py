@@ -16,7 +16,7 @@ from helpers import CREATIVE_TEMPLATE as TEMPLATE
 from helpers import assert_one_line_error, darling, darling_in_process
 from helpers import write_creative_bench as write_bench
 
-from darling.core.engines import ChatResult, Completion
+from darling.core.engine_api import ChatResult, Completion
 from darling.core.errors import UserInputError
 from darling.core.schemas import stable_id
 from darling.evals.creative import JUDGMENT_COLUMNS, PIECE_COLUMNS, CreativeConfig, evaluate_creative

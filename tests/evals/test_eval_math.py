@@ -9,11 +9,10 @@ import polars as pl
 import pytest
 from helpers import assert_one_line_error, darling, write_jsonl
 
-from darling.core.engines import Sampling
+from darling.core.engine_api import Sampling
 from darling.core.errors import UserInputError
-from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY
+from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, Problem
 from darling.core.shards import ShardStore
-from darling.datagen.problems import Problem
 from darling.datagen.rollouts import GeneratorSpec, finish_rows, rollout_row
 from darling.evals.math import MathEvalConfig, default_ks, evaluate_math, ks_for, parse_model, pass_at_k
 

@@ -322,7 +322,7 @@ class ScriptedEngine:
         self.fail, self.asked, self.texts = set(fail), [], texts or {}
 
     def run(self, model, requests, on_result):
-        from darling.core.engines import ChatResult, Completion
+        from darling.core.engine_api import ChatResult, Completion
 
         for r in requests:
             self.asked.append((r.key, r.sampling.n))

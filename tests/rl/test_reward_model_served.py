@@ -23,7 +23,7 @@ FAST = {"max_retries": 1, "backoff": 0.01}  # a dead replica is given up on in ~
 
 @pytest.fixture(scope="module")
 def reward_server():
-    from darling.core.tiny_models import tiny_model_dir
+    from darling.core.local_models import tiny_model_dir
 
     scratch = Path(tempfile.mkdtemp(prefix="vr-"))  # short: zmq's socket path limit
     server = VLLMServer(

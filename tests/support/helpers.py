@@ -59,7 +59,7 @@ def save_tiny_qwen3_backbone(path: Path, tokenizer, layers: int = 2, max_positio
     head_dim 32 because vLLM's CPU attention rejects head_dim < 32."""
     from transformers import Qwen3ForSequenceClassification
 
-    from darling.core.tiny_models import tiny_qwen3_config
+    from darling.core.local_models import tiny_qwen3_config
 
     torch.manual_seed(0)
     config = tiny_qwen3_config(
@@ -101,7 +101,7 @@ def save_tiny_modernbert_classifier(path: Path, minilm_dir: str) -> Path:
     (BERT uncased) tokenizer, saved as a hub snapshot would be. head_dim 32 for vLLM's CPU attention."""
     from transformers import AutoTokenizer, ModernBertForSequenceClassification
 
-    from darling.core.tiny_models import tiny_modernbert_config
+    from darling.core.local_models import tiny_modernbert_config
 
     torch.manual_seed(0)
     config = tiny_modernbert_config(num_labels=2, initializer_range=0.3)  # probabilities that differ visibly per pair
