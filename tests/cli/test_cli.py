@@ -92,8 +92,8 @@ def test_eval_classifier_flags_reach_its_config(tmp_path, monkeypatch):
     }
     monkeypatch.setattr(darling.evals.classifier, "evaluate_classifier", lambda c: seen.append(c) or {**metrics})
     # the command reads its inputs before it imports the scorers; these stand-ins are not what is tested here
-    monkeypatch.setattr("darling.classifier.labelled_pairs.load_pairs", lambda source: None)
-    monkeypatch.setattr("darling.classifier.export.read_export_meta", lambda path: {})
+    monkeypatch.setattr("darling.cli.evals.load_pairs", lambda source: None)
+    monkeypatch.setattr("darling.cli.evals.read_export_meta", lambda path: {})
     base = ["eval", "classifier", "--model", str(tmp_path), "--data", "d.jsonl", "-o", str(tmp_path / "e")]
     for extra, symmetric in (
         ([], None),

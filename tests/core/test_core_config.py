@@ -79,7 +79,7 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
 
     from typer.testing import CliRunner
 
-    import darling.rl.train
+    import darling.cli.rl
     from darling.cli.main import app
 
     seen = []
@@ -89,7 +89,7 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
         seen.append((config, resume))
         return SimpleNamespace(state=SimpleNamespace(log_history=history))
 
-    monkeypatch.setattr(darling.rl.train, "rl_train", fake_rl_train)
+    monkeypatch.setattr(darling.cli.rl, "train", fake_rl_train)
     config_file = tmp_path / "rl.toml"
     config_file.write_text('num_generations = 8\nper_device_train_batch_size = 8\nproblems = "champ"\nfloor = 0.2\n')
     args = ["rl-train", "--classifier", str(tmp_path), "--output", str(tmp_path / "rl"), "--config", str(config_file)]
@@ -138,7 +138,7 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
 
     from typer.testing import CliRunner
 
-    import darling.classifier.serve_classifier as serve
+    import darling.cli.rl as serve  # the command line holds the names it calls
     from darling.cli.main import app
 
     calls = []
