@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.utils.data import Dataset
 
 from darling.classifier.bi_encoder import BiEncoder, fit_affine
@@ -30,6 +32,9 @@ from darling.classifier.lightning_data import BucketedDataModule
 from darling.classifier.lightning_module import PairModuleBase, freeze_lower_layers
 from darling.core.schemas import LabelledPair
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 BI_LOSSES = ("bce", "cosent")
 log = logging.getLogger(__name__)
 COSENT_SCALE = 20.0  # the temperature CoSENT was published with
@@ -38,18 +43,20 @@ COSENT_SCALE = 20.0  # the temperature CoSENT was published with
 class EncodedTextPairs(Dataset):
     """Token ids of both sides of each pair, or (``cache``: backbone, frozen layers) their cached states."""
 
-    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair], cache: tuple | None = None):
-        self.a = encoder.encode([p.generation_0 for p in pairs])
-        self.b = encoder.encode([p.generation_1 for p in pairs])
+    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair], cache: tuple[nn.Module, int] | None = None):
+        ids_a = encoder.encode([p.generation_0 for p in pairs])
+        ids_b = encoder.encode([p.generation_1 for p in pairs])
+        self.a: Sequence[list[int] | torch.Tensor] = ids_a
+        self.b: Sequence[list[int] | torch.Tensor] = ids_b
         self.labels = [p.similar for p in pairs]
         if cache is not None:
-            states = frozen_states(*cache, self.a + self.b, encoder.pad_id)
-            self.a, self.b = states[: len(self.a)], states[len(self.a) :]
+            states = frozen_states(*cache, ids_a + ids_b, encoder.pad_id)
+            self.a, self.b = states[: len(ids_a)], states[len(ids_a) :]
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def __getitem__(self, i: int) -> tuple[list[int], list[int], int]:
+    def __getitem__(self, i: int) -> tuple[list[int] | torch.Tensor, list[int] | torch.Tensor, int]:
         return self.a[i], self.b[i], self.labels[i]
 
     @property
@@ -69,7 +76,7 @@ class TextPairDataModule(BucketedDataModule):
         bucket_by_length: bool = True,
         seed: int = 0,
         num_workers: int = 0,
-        cache: tuple | None = None,
+        cache: tuple[nn.Module, int] | None = None,
     ):
         super().__init__(train_pairs, val_pairs, batch_size, bucket_by_length, True, seed, num_workers)
         self.encoder = encoder
@@ -104,7 +111,7 @@ class BiEncoderModule(PairModuleBase):
         self.model = model
         model.backbone.train()
         if config.gradient_checkpointing and not self.fsdp:  # FSDP checkpoints activations per layer itself
-            model.backbone.gradient_checkpointing_enable()
+            cast("PreTrainedModel", model.backbone).gradient_checkpointing_enable()  # an AutoModel
         freeze_lower_layers(model.backbone, config.freeze_layers)
         freeze_unused(model.backbone)
         self.affine_pairs: Sequence[LabelledPair] = ()  # set by train_classifier: a, b start from their fit

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from sklearn.metrics import (
     accuracy_score,
@@ -42,7 +44,10 @@ def share_weights(labels: np.ndarray, share: float) -> np.ndarray:
 
 
 def choose_threshold(
-    labels: np.ndarray, probs: np.ndarray, objective: str = "balanced_accuracy", share: float | None = None
+    labels: np.ndarray | Sequence[int],
+    probs: np.ndarray,
+    objective: str = "balanced_accuracy",
+    share: float | None = None,
 ) -> float:
     """The threshold maximising ``objective`` on validation; ties go to the one nearest 0.5. With ``share`` (the
     share of equivalent pairs the user expects where the classifier will be used), the objective is the accuracy

@@ -10,11 +10,15 @@ encoders only (MiniLM, BERT, bge): their layers take (hidden states, attention m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
 
 from darling.classifier.encoding import pad_ids
+
+if TYPE_CHECKING:
+    from transformers import BertModel
 
 CACHEABLE_MODEL_TYPES = {"bert"}
 
@@ -37,28 +41,33 @@ def frozen_states(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch = pad_ids([input_ids[i] for i in idx], pad_id)
-        hidden = _layers(
-            backbone, backbone.embeddings(input_ids=batch["input_ids"]), batch["attention_mask"], 0, frozen_layers
-        )
+        embeddings = _bert(backbone).embeddings(input_ids=batch["input_ids"])
+        hidden = _layers(backbone, embeddings, batch["attention_mask"], 0, frozen_layers)
         for row, i in enumerate(idx):
             out[i] = hidden[row, : len(input_ids[i])].clone()
     backbone.train(was_training)
-    return out
+    return cast("list[torch.Tensor]", out)  # every slot filled: ``order`` is a permutation of the texts
 
 
 def top_layers(backbone: nn.Module, frozen_layers: int, hidden: torch.Tensor, attention_mask: torch.Tensor):
     """The trainable layers above the cache: the encoder's last hidden state from cached states."""
-    return _layers(backbone, hidden, attention_mask, frozen_layers, len(backbone.encoder.layer))
+    return _layers(backbone, hidden, attention_mask, frozen_layers, len(_bert(backbone).encoder.layer))
 
 
 def _layers(backbone: nn.Module, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int):
     # The same mask BertModel builds for its encoder (transformers.masking_utils, public).
     from transformers.masking_utils import create_bidirectional_mask
 
-    mask = create_bidirectional_mask(config=backbone.config, inputs_embeds=hidden, attention_mask=attention_mask)
-    for layer in backbone.encoder.layer[start:stop]:
+    bert = _bert(backbone)
+    mask = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=attention_mask)
+    for layer in bert.encoder.layer[start:stop]:
         hidden = layer(hidden, mask)
     return hidden
+
+
+def _bert(backbone: nn.Module) -> BertModel:
+    """The backbone as what it is here: a BERT-family encoder (``can_cache`` admits no other)."""
+    return cast("BertModel", backbone)
 
 
 def pad_states(states: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import lightning as L
 import torch
@@ -153,11 +154,12 @@ class ResumableDataLoader(DataLoader):
         super().__init__(*args, **kwargs)
         self._batches_done = batches_done
 
+    # BucketedDataModule makes every ResumableDataLoader with a LengthBucketBatchSampler as its batch_sampler.
     def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.batch_sampler.epoch, "batches_done": self._batches_done()}
+        return {"epoch": cast(LengthBucketBatchSampler, self.batch_sampler).epoch, "batches_done": self._batches_done()}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.batch_sampler.resume(state["epoch"], state["batches_done"])
+        cast(LengthBucketBatchSampler, self.batch_sampler).resume(state["epoch"], state["batches_done"])
 
 
 class BucketedDataModule(L.LightningDataModule):
@@ -183,8 +185,8 @@ class BucketedDataModule(L.LightningDataModule):
         self.shuffle = shuffle
         self.seed = seed
         self.num_workers = num_workers
-        self.train_set = None
-        self.val_set = None
+        self.train_set: Dataset | None = None
+        self.val_set: Dataset | None = None
 
     def collate(self, items: list) -> dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -223,7 +225,8 @@ class BucketedDataModule(L.LightningDataModule):
             collate_fn=self.collate,
             num_workers=self.num_workers,
             # Lightning's count of this epoch's batches taken for training (restored from checkpoints).
-            batches_done=lambda: self.trainer.fit_loop.epoch_loop.batch_progress.current.ready,
+            # Only asked while fitting (checkpointing), when the trainer is attached.
+            batches_done=lambda: cast(L.Trainer, self.trainer).fit_loop.epoch_loop.batch_progress.current.ready,
         )
 
     def train_dataloader(self) -> DataLoader:

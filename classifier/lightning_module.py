@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 import lightning as L
 import torch
@@ -10,6 +11,10 @@ import torch.nn.functional as F
 
 from darling.classifier.backbones import EQUIVALENT_INDEX
 from darling.classifier.config import ClassifierTrainConfig
+
+if TYPE_CHECKING:
+    from lightning.pytorch.utilities.types import OptimizerLRScheduler
+    from torch.distributed.fsdp import FullyShardedDataParallel
 
 # Freshly initialised layers take head_learning_rate. Not the (identity-initialised) pooler: at a head
 # rate AdamW scrambles its 384 x 384 identity within a few dozen steps (seen: training loss rising again).
@@ -72,6 +77,8 @@ class PairModuleBase(L.LightningModule):
     (the reference code summed them). ``tests/classifier/test_training.py`` checks this against one large batch.
     """
 
+    class_weights: torch.Tensor  # a buffer (register_buffer in __init__)
+
     def __init__(self, config: ClassifierTrainConfig, weights: list[float] | None):
         super().__init__()
         self.fsdp = config.strategy.startswith("fsdp")
@@ -114,10 +121,10 @@ class PairModuleBase(L.LightningModule):
             probs, labels = torch.cat([p for p, _ in shares]), torch.cat([y for _, y in shares])
         if not len(labels):
             return
-        probs, labels = probs.numpy(), labels.numpy()
-        if len(set(labels.tolist())) == 2:
-            self.log("val/auc", float(roc_auc_score(labels, probs)), prog_bar=True)
-        self.log("val/accuracy@0.5", float(((probs >= 0.5) == labels).mean()))
+        probs_np, labels_np = probs.numpy(), labels.numpy()
+        if len(set(labels_np.tolist())) == 2:
+            self.log("val/auc", float(roc_auc_score(labels_np, probs_np)), prog_bar=True)
+        self.log("val/accuracy@0.5", float(((probs_np >= 0.5) == labels_np).mean()))
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
         """Clip the gradient norm to ``max_grad_norm`` under every strategy. Lightning's own clipping refuses
@@ -126,12 +133,12 @@ class PairModuleBase(L.LightningModule):
         max_norm = self.config.max_grad_norm
         if max_norm is None:
             return
-        if self.fsdp:
-            self.trainer.strategy.model.clip_grad_norm_(max_norm)
+        if self.fsdp:  # Lightning's FSDPStrategy has wrapped the model in FullyShardedDataParallel
+            cast("FullyShardedDataParallel", self.trainer.strategy.model).clip_grad_norm_(max_norm)
         else:
             self.clip_gradients(optimizer, gradient_clip_val=max_norm, gradient_clip_algorithm="norm")
 
-    def configure_optimizers(self):
+    def configure_optimizers(self) -> OptimizerLRScheduler:
         cfg = self.config
         named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
         head_lr = cfg.head_learning_rate or cfg.learning_rate

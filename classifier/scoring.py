@@ -31,6 +31,7 @@ class EquivalenceScorer:
 
     kind: str = ""
     dtype: str = "float32"  # the precision the model computes in (an export's ``dtype``)
+    symmetric: bool  # both orders averaged (PairScorer: per scorer; EmbeddingScorer: False, the cosine is symmetric)
 
     def __init__(self, threshold: float = 0.5):
         self.threshold = threshold
@@ -237,7 +238,9 @@ class ServedEquivalenceClassifier(PairScorer):
         self.client = client
 
     @classmethod
-    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> EquivalenceScorer:
+    def from_export(
+        cls, path: str | Path, client: PoolingClient | Sequence[str]
+    ) -> ServedEquivalenceClassifier | ServedBiEncoderClassifier:
         """Encoder and threshold from the exported directory; the weights live on the server."""
         meta = read_export_meta(path)
         if meta["kind"] == BI_ENCODER:
@@ -292,6 +295,7 @@ def load_scorer(
     ``threshold`` overrides the exported decision threshold. ``batch_size``: inputs per forward pass in this
     process (default 32) or per request when served (default 256). ``client_options``: timeouts and retries
     of the served client (``darling.core.pooling_client.PoolingClient``)."""
+    scorer: EquivalenceScorer
     if urls:
         scorer = ServedEquivalenceClassifier.from_export(export, list(urls))
         if batch_size is not None:

@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
 import torch
@@ -32,6 +32,9 @@ from darling.core.encoders import backbone_pooling, load_backbone_encoder, resol
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
 from darling.core.schemas import LabelledPair
+
+if TYPE_CHECKING:
+    from lightning.pytorch.trainer.connectors.accelerator_connector import _PRECISION_INPUT  # the Trainer's own
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +107,7 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
         devices=config.devices if config.devices == "auto" else int(config.devices),
         num_nodes=config.num_nodes,
         strategy=_strategy(config, model),
-        precision=config.precision,
+        precision=cast("_PRECISION_INPUT", config.precision),  # any string: the Trainer refuses an unknown one
         max_steps=config.max_steps if uses_steps else -1,
         max_epochs=-1 if uses_steps else config.epochs,
         gradient_clip_val=None,  # max_grad_norm is applied by the module (PairModuleBase.configure_gradient_clipping)

@@ -65,7 +65,8 @@ def train(
 ) -> None:
     # Every input is read before the trainer is imported (torch and Lightning take seconds): bad input is
     # refused at once, and before anything is written.
-    pairs, val_pairs, test_pairs = (load_pairs(s) if s is not None else None for s in (data, val, test))
+    pairs = load_pairs(data)
+    val_pairs, test_pairs = (load_pairs(s) if s is not None else None for s in (val, test))
     from darling.classifier.train import train_classifier  # loads torch and Lightning
 
     result = train_classifier(config, pairs, output, val=val_pairs, resume=resume, progress=progress, test=test_pairs)

@@ -4,7 +4,7 @@ of ``RLTrainConfig``, ``ServeConfig`` and ``RewardServeConfig`` (cli/options.py)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -24,6 +24,8 @@ from darling.rl.serve_reward_model import (
 from darling.rl.train import rl_train as train
 
 if TYPE_CHECKING:
+    import subprocess
+
     from darling.core.vllm_server import VLLMServer
 
 RL_DOC = """GRPO / DARLING training on TRL with the DARLING reward (quality x normalised diversity).
@@ -168,7 +170,8 @@ def serve_replicas(
         if config.exit_after_check:
             return
         out.print("Ctrl-C (or SIGTERM) to stop")
-        while all(s.process.poll() is None for s in servers):
+        # ``start`` hands the servers back started: each has its process.
+        while all(cast("subprocess.Popen", s.process).poll() is None for s in servers):
             time.sleep(1.0)
         out.print("a replica exited; stopping the others")
         raise typer.Exit(code=1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from darling.core.engine_api import ENGINE_NAMES, ChatRequest, ChatResult, Completion, Engine, check_request
 from darling.core.errors import UserInputError
@@ -72,7 +72,9 @@ class HFEngine:
             )
         except OSError as exc:
             raise UserInputError(f"{model}: cannot load the model ({exc})") from None
-        self._tokenizer, self._model, self._model_name = tokenizer, lm.to(self.device).eval(), model
+        # As the Module it is: typeshed cannot bind PreTrainedModel.to, a functools.wraps of Module.to.
+        lm_module = cast(torch.nn.Module, lm)
+        self._tokenizer, self._model, self._model_name = tokenizer, lm_module.to(self.device).eval(), model
         eos = lm.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self._eos = set(eos) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
@@ -142,9 +144,10 @@ class HFEngine:
     def _choose(self, request: ChatRequest, prompt) -> tuple[Completion, ...]:
         import torch
 
-        s, tok = request.sampling, self._tokenizer
+        s, tok, choices = request.sampling, self._tokenizer, request.choices
+        assert choices is not None  # _serve asks this only of requests with choices
         eos = tok.eos_token_id if tok.eos_token_id is not None else min(self._eos)
-        options = [tok(c, add_special_tokens=False).input_ids + [eos] for c in request.choices]
+        options = [tok(c, add_special_tokens=False).input_ids + [eos] for c in choices]
         width = max(map(len, options))
         p = prompt.shape[1]
         batch = torch.full((len(options), p + width), self._pad, dtype=torch.long, device=self.device)
@@ -159,7 +162,7 @@ class HFEngine:
             indices = torch.multinomial(torch.softmax(scores / s.temperature, dim=0), s.n, replacement=True).tolist()
         else:
             indices = [int(scores.argmax())] * s.n
-        return tuple(Completion(request.choices[i], "stop", len(options[i])) for i in indices)
+        return tuple(Completion(choices[i], "stop", len(options[i])) for i in indices)
 
 
 def _free_accelerator_memory() -> None:

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -36,6 +36,7 @@ SUMMARY_FILE = "summary.json"
 PLACEHOLDERS = ("{problem}", "{solution_1}", "{solution_2}")
 PLACEHOLDER = re.compile(r"\{(problem|solution_1|solution_2)\}")
 VERDICT = re.compile(r"\[\[\s*(yes|no)\s*\]\]", re.IGNORECASE)
+JudgeKey = tuple[str, int]  # a judge request's key: (pair_id, order), 0 = as paired, 1 = swapped
 
 DEFAULT_PROMPT = """\
 You will compare two solutions to the same math problem. Both solutions reach the same final answer.
@@ -148,8 +149,8 @@ def judge_requests(pair: dict[str, Any], template: str, config: JudgeConfig) -> 
 
 def judged_record(pair: dict[str, Any], results: list[ChatResult], config: JudgeConfig, prompt_sha: str) -> dict:
     per_order, raw, errors = [], [], []
-    for result in sorted(results, key=lambda r: r.request.key[1]):
-        if result.ok:
+    for result in sorted(results, key=lambda r: cast(JudgeKey, r.request.key)[1]):
+        if result.error is None:  # result.ok, said so that the else branch knows the error is a str
             texts = [c.text for c in result.completions]
             per_order.append([parse_verdict(t) for t in texts])
             raw.extend(texts)
@@ -199,7 +200,7 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
         task = bar.add_task("judge", total=len(todo))
 
         def on_result(result: ChatResult) -> None:
-            pair_id = result.request.key[0]
+            pair_id = cast(JudgeKey, result.request.key)[0]
             arrived.setdefault(pair_id, []).append(result)
             if len(arrived[pair_id]) == per_pair:
                 buffer.append(judged_record(todo[pair_id], arrived.pop(pair_id), config, prompt_sha))

@@ -69,7 +69,7 @@ def record_to_problem(
     if problem_field is not None:
         if record.get(problem_field) is None:
             raise UserInputError(f"{where}: missing field '{problem_field}' (given by --problem-field)")
-        pfield = problem_field
+        pfield: str | None = problem_field
     else:
         pfield = _first_present(record, PROBLEM_FIELDS)
         if pfield is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -180,7 +180,8 @@ def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progr
         try:
             by_model: dict[str, list[ChatRequest]] = {}
             for request in requests:
-                by_model.setdefault(request.key[0], []).append(request)
+                model = cast("tuple[str, str, tuple[int, ...]]", request.key)[0]  # plan_requests' key
+                by_model.setdefault(model, []).append(request)
             for spec in specs:
                 if spec.name in by_model:
                     run_generator(config, spec, by_model[spec.name], on_result, engine)

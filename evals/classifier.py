@@ -116,6 +116,7 @@ def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
     if c.compare is not None:
         rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare"))
     if c.zero_shot is not None:
+        assert c.fit_data is not None  # validate() refuses zero_shot without fit_data
         rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, "zero_shot" if rows else ""))
     if c.baselines:
         rows += _baseline_rows(c, pairs.pairs, texts)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -126,7 +126,7 @@ def write_pieces(
             retry: list[tuple[BenchPrompt, int]] = []
 
             def on_result(result: ChatResult, attempt: int = attempt, retry: list = retry) -> None:
-                prompt_id, iteration = result.request.key
+                prompt_id, iteration = cast("tuple[str, int]", result.request.key)
                 row = piece_row(spec.name, prompts[prompt_id], iteration, result, attempt, config.min_chars)
                 if row is None:
                     retry.append((prompts[prompt_id], iteration))
@@ -180,7 +180,7 @@ def judge_pieces(
         task = bar.add_task("judge", total=len(todo))
 
         def on_result(result: ChatResult) -> None:
-            key: tuple[str, str, int] = result.request.key
+            key = cast("tuple[str, str, int]", result.request.key)
             row: dict[str, Any] = dict(zip(KEY, key, strict=True)) | {"piece_id": todo[key][0], "error": result.error}
             if result.ok:
                 answer = strip_reasoning(result.completions[0].text)

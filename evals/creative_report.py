@@ -146,7 +146,7 @@ def versus(a: str, b: str, table: pl.DataFrame, long: pl.DataFrame, bench: Bench
     left = both.filter(pl.col("model") == a).drop("model")
     right = both.filter(pl.col("model") == b).drop("model")
     paired = left.join(right, on=[*key, "metric"], suffix="_b")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for metric in [*bench.criteria, PIECE_SCORE]:
         m = paired.filter(pl.col("metric") == metric)
         wins = m.filter(pl.col("oriented") > pl.col("oriented_b")).height

@@ -41,7 +41,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -180,7 +180,7 @@ def scored_problems(output: Path) -> dict[str, dict[tuple[str, str], tuple[int, 
 
 
 def _dataset_metrics(problems: pl.DataFrame, ks: list[int] | None) -> dict[str, Any]:
-    n = int(problems["n"].max())
+    n = int(cast(int, problems["n"].max()))  # an integer column
     scored = problems.filter((pl.col("ok") == pl.col("n")) & (pl.col("ungraded") == 0))
     complete = problems.filter(pl.col("ok") == pl.col("n"))
     counts = [(int(r["n"]), int(r["correct"])) for r in scored.iter_rows(named=True)]
@@ -355,7 +355,10 @@ def evaluate_math(config: MathEvalConfig, progress: bool = False) -> dict[str, A
     if config.generate:
         engine_options(config)  # a bad engine option fails before any problem file is read
     datasets = _dataset_names(config) if config.problems else None
-    counts = generate(config, specs, datasets, progress) if config.generate else None
+    counts: dict[str, int] | None = None
+    if config.generate:
+        assert datasets is not None  # validate() refuses generating without --problems
+        counts = generate(config, specs, datasets, progress)
     names = [s.name for s in specs] or None
     rows = load_generations(config.output, [d for d, _ in datasets] if datasets else None, names)
     metrics = compute_metrics(rows, config.ks, names)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -204,7 +204,7 @@ def generate_responses(
         task = bar.add_task("generate", total=sum(len(m) for _, m in pending.values()))
 
         def on_result(result: ChatResult) -> None:
-            prompt, indices = pending.pop(result.request.key)
+            prompt, indices = pending.pop(cast(str, result.request.key))  # keyed by prompt_id
             if result.ok and len(result.completions) != len(indices):
                 result = ChatResult(
                     result.request, error=f"engine returned {len(result.completions)} of {len(indices)}"
@@ -263,9 +263,10 @@ def score_generations(
             classes += chunk
             stats.add(chunk_stats)
             bar.advance(task, len(chunk))
-    if getattr(scorer, "client", None) is not None:  # served: close its HTTP connections
-        scorer.client.close()
-    del scorer  # free it before the reward model loads
+    client = getattr(scorer, "client", None)
+    if client is not None:  # served: close its HTTP connections
+        client.close()
+    del scorer, client  # free the scorer before the reward model loads
     raw: list[float | None] = [None] * frame.height
     if config.reward_model:
         raw = reward_scores(config.reward_model, config.reward_model_urls, frame, device)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from darling.classifier.config import BI_ENCODER
 from darling.classifier.encoding import PairEncoder
@@ -36,14 +36,16 @@ from darling.evals.config import PARTITIONS as PARTITIONS
 from darling.evals.config import UNION_FIND as UNION_FIND
 
 if TYPE_CHECKING:  # torch-backed: the command reads its inputs before anything imports torch
-    from darling.classifier.scoring import EquivalenceScorer
+    import numpy as np
+
+    from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
     from darling.evals.config import NoveltyConfig
 
 DECISIONS = {NOVELTYBENCH: "P(equivalent) > threshold", UNION_FIND: "P(equivalent) >= threshold"}
 SHORT_RESPONSE_WORDS = 5  # NoveltyBench's maybe_test_equality: both responses at most this many words
 
 # P(equivalent) for a batch of (group, first member, response) comparisons, first member first.
-PairProbs = Callable[[list[tuple[int, int, int]]], Sequence[float]]
+PairProbs = Callable[[list[tuple[int, int, int]]], "Sequence[float] | np.ndarray"]
 
 
 @dataclass
@@ -111,7 +113,7 @@ def scorer_probs(groups: Sequence[Sequence[str]], scorer: EquivalenceScorer) -> 
     embeds every response of ``groups`` in one call, up front, and each comparison is read from its group's
     cosine matrix; a cross-encoder is asked the (first member, response) pairs, in that order."""
     if scorer.kind == BI_ENCODER:
-        matrices = scorer.prob_matrices(groups)
+        matrices = cast("EmbeddingScorer", scorer).prob_matrices(groups)  # every bi-encoder scorer is one
         return lambda batch: [matrices[g][i, j] for g, i, j in batch]
     return lambda batch: scorer.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])
 

@@ -261,9 +261,9 @@ def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> l
             note = "built in (generated in code, seeded)" if builtin else "hub dataset (by name, from the local cache)"
             found.append({"role": "problems", "name": spec, "note": note})
     for entry in found:
-        path = entry.get("path")
-        if path and Path(path).is_file():
-            entry.update(bytes=Path(path).stat().st_size, sha256=sha256_file(Path(path)))
+        file = entry.get("path")
+        if file and Path(file).is_file():
+            entry.update(bytes=Path(file).stat().st_size, sha256=sha256_file(Path(file)))
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from darling.classifier.export import read_export_meta
 from darling.core.devices import rank_device
@@ -142,7 +143,7 @@ def grpo_args(config: RLTrainConfig):
     from trl import GRPOConfig
 
     overrides = grpo_overrides(config)
-    own = dict(
+    own: dict[str, Any] = dict(
         output_dir=str(config.output),
         per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
@@ -186,8 +187,13 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     reward = DarlingRewardFunction(
         config.num_generations, build_scorer(config), config.darling(), build_quality(config)
     )
-    trainer = GRPOTrainer(model=resolve_model(config.policy), reward_funcs=[reward], args=args, train_dataset=dataset)
-    trainer.darling_reward = reward
+    trainer = GRPOTrainer(
+        model=resolve_model(config.policy),
+        reward_funcs=[reward],  # type: ignore[list-item]  # TRL wants list[float | None] returned; list is invariant
+        args=args,
+        train_dataset=dataset,
+    )
+    trainer.darling_reward = reward  # type: ignore[attr-defined]  # ours, on TRL's trainer: the handle callers use
     return trainer
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from darling.classifier.partition import Scorer
 from darling.core.quality import distinct_answers, open_ended_quality
 from darling.core.reward_model import load_reward_model, sigmoid_quality
-from darling.rl.batch_reward import darling_rewards, math_quality
+from darling.rl.batch_reward import BatchReward, darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
 QualityFn = Callable[[Sequence[str], Sequence[str], dict[str, list[Any]]], list[float]]  # prompts, completions, columns
@@ -83,7 +83,7 @@ class DarlingRewardFunction:
         self.config = config or DarlingConfig()
         self.quality = quality
         self.__name__ = "darling" if self.config.combine != "quality" else "quality"  # TRL logs rewards/<name>
-        self.last = None  # the last BatchReward, for tests and callbacks
+        self.last: BatchReward | None = None  # the last BatchReward, for tests and callbacks
 
     def groups(self, prompts: Sequence[Any], texts: list[str]) -> list[list[str]]:
         n = self.num_generations

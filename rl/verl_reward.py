@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from darling.classifier.scoring import load_scorer
 from darling.core.devices import rank_device
@@ -179,7 +179,8 @@ def prompt_keys(data_sources: Sequence[Any], extra_infos: Sequence[dict[str, Any
             f"rows {missing[:5]} have no extra_info[{group_key!r}]: the DARLING reward groups the n "
             "responses of a prompt by it (set group_key= to another per-prompt field)"
         )
-    return [(source, info[group_key]) for source, info in zip(data_sources, extra_infos, strict=True)]
+    infos = cast("Sequence[dict[str, Any]]", extra_infos)  # every one a dict: rows without one were refused above
+    return [(source, info[group_key]) for source, info in zip(data_sources, infos, strict=True)]
 
 
 def compute_score(
