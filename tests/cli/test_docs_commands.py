@@ -113,3 +113,13 @@ def test_each_import_in_the_docs_resolves(where, module, names):
     loaded = importlib.import_module(module)
     for name in names:
         assert hasattr(loaded, name), f"{where}: {module} has no {name}"
+
+
+def test_the_layout_guide_names_every_module():
+    """docs/layout.md lists each package's files with a line each: a new or renamed module must appear there."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    for package in ("core", "datagen", "classifier", "rl", "evals", "pipeline", "cli"):
+        section = layout.split(f"### `{package}/`", 1)[1].split("\n### ", 1)[0]
+        for module in sorted((ROOT / package).glob("*.py")):
+            if module.name != "__init__.py":
+                assert f"| `{module.name}` |" in section, f"docs/layout.md: {package}/{module.name} is missing"
