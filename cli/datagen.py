@@ -9,14 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from darling.classifier.training_pairs import TrainingPairsConfig, build_training_pairs
+from darling.classifier.config import TrainingPairsConfig
 from darling.cli.common import out
 from darling.cli.options import config_command, param
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
-from darling.datagen.judge import label_pairs
-from darling.datagen.pairs import build_pairs
-from darling.datagen.rollouts import generate_rollouts, import_champ
 
 datagen_app = typer.Typer(
     help="Training data for the equivalence classifier: rollouts -> same-answer pairs -> judge labels.",
@@ -62,6 +59,7 @@ IMPORT = param(
 
 
 def rollouts(config: RolloutConfig, import_: str | None, progress: bool) -> None:
+    from darling.datagen.rollouts import generate_rollouts, import_champ  # loads polars, httpx when run
 
     if import_ is not None:
         if import_ != "champ":
@@ -89,6 +87,7 @@ Every setting below is a field of `darling.datagen.config.PairConfig`.
 
 
 def pairs(config: PairConfig, progress: bool) -> None:
+    from darling.datagen.pairs import build_pairs  # loads polars, httpx when run
 
     summary = build_pairs(config, progress)
     counts = sorted(summary.per_problem.values())
@@ -118,6 +117,7 @@ Every setting below is a field of `darling.datagen.config.JudgeConfig`.
 
 
 def label(config: JudgeConfig, progress: bool) -> None:
+    from darling.datagen.judge import label_pairs  # loads polars, httpx when run
 
     summary = label_pairs(config, progress=progress)
     out.print(_table("judged pairs", summary.counts, ("status", "pairs")))
@@ -145,11 +145,12 @@ Examples:
 
 Then: `darling train-classifier --data runs/training-pairs/pairs.jsonl --output runs/clf`. OUTPUT/summary.json
 says what went in and why. Every setting below is a field of
-`darling.classifier.training_pairs.TrainingPairsConfig`.
+`darling.classifier.config.TrainingPairsConfig`.
 """
 
 
 def training_pairs(config: TrainingPairsConfig) -> None:
+    from darling.classifier.training_pairs import build_training_pairs  # loads polars when run
 
     summary = build_training_pairs(config)
     by = summary["by_source"]

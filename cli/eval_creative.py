@@ -9,7 +9,6 @@ from rich.table import Table
 from darling.cli.common import out
 from darling.cli.datagen import PROGRESS
 from darling.cli.options import config_command
-from darling.evals.creative import evaluate_creative
 from darling.evals.creative_config import CreativeConfig
 
 DOC = """EQ-Bench creative writing v3's rubric scoring: each writer writes a piece per prompt and iteration (seed
@@ -35,6 +34,7 @@ Every setting below is a field of `darling.evals.creative_config.CreativeConfig`
 
 
 def eval_creative(config: CreativeConfig, progress: bool) -> None:
+    from darling.evals.creative import evaluate_creative  # loads polars, httpx, numpy when run
 
     m = evaluate_creative(config, progress=progress)
     for name, c in m["run"].get("pieces", {}).items():

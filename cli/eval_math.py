@@ -10,7 +10,6 @@ from darling.cli.common import err, out
 from darling.cli.datagen import PROGRESS
 from darling.cli.options import config_command
 from darling.evals.config import MathEvalConfig
-from darling.evals.math import evaluate_math
 
 DOC = """Math pass@k: n samples per problem, graded by math-verify, per dataset and averaged over datasets.
 
@@ -47,6 +46,7 @@ def _summary_table(metrics: dict) -> Table:
 
 
 def eval_math(config: MathEvalConfig, progress: bool) -> None:
+    from darling.evals.math import evaluate_math  # loads polars, httpx when run
 
     metrics = evaluate_math(config, progress=progress)
     counts = metrics["generation"]

@@ -8,10 +8,7 @@ import typer
 from darling.cli.common import err, out
 from darling.cli.datagen import PROGRESS
 from darling.cli.options import config_command
-from darling.core.pooling_client import PoolingServerError
-from darling.core.reward_model import RewardServerError
 from darling.evals.config import NoveltyConfig
-from darling.evals.novelty import evaluate_novelty
 
 DOC = """NoveltyBench's diversity of a generator: k responses per prompt, partitioned by an equivalence classifier
 (NoveltyBench's greedy first-member partition unless --partition union-find); distinct = classes per prompt,
@@ -33,6 +30,9 @@ Every setting below is a field of `darling.evals.config.NoveltyConfig`.
 
 
 def eval_novelty(config: NoveltyConfig, progress: bool) -> None:
+    from darling.core.pooling_client import PoolingServerError  # loads httpx, numpy when run
+    from darling.core.reward_model import RewardServerError  # loads httpx, numpy when run
+    from darling.evals.novelty import evaluate_novelty  # loads polars, httpx, numpy when run
 
     try:
         m = evaluate_novelty(config, progress=progress)

@@ -14,9 +14,7 @@ from darling.cli.eval_creative import eval_creative_cmd
 from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.options import config_command
-from darling.evals.compare import CompareConfig, compare
-from darling.evals.config import ClassifierEvalConfig
-from darling.evals.study import StudyConfig, study
+from darling.evals.config import ClassifierEvalConfig, CompareConfig, StudyConfig
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
 
@@ -71,11 +69,12 @@ Example (the folders `darling eval novelty`, `darling eval math` and `darling rl
 
 Differences are every pair in the order the policies are named (darling - grpo, darling - base, grpo - base), or
 --pairs A:B. Writes OUTPUT/compare.json, report.md and curves.png. Every setting below is a field of
-`darling.evals.compare.CompareConfig`.
+`darling.evals.config.CompareConfig`.
 """
 
 
 def eval_compare(config: CompareConfig) -> None:
+    from darling.evals.compare import compare  # loads polars, numpy when run
 
     result = compare(config)
     if "novelty" in result:
@@ -95,11 +94,12 @@ Example (the compare folders of `darling pipeline --seeds 1,2,3`, or of your own
     darling eval study --compare 1=runs/study/seed-1/compare --compare 2=runs/study/seed-2/compare \
         --compare 3=runs/study/seed-3/compare --output runs/study/study
 
-Writes OUTPUT/study.json and study.md. Every setting below is a field of `darling.evals.study.StudyConfig`.
+Writes OUTPUT/study.json and study.md. Every setting below is a field of `darling.evals.config.StudyConfig`.
 """
 
 
 def eval_study(config: StudyConfig) -> None:
+    from darling.evals.study import study  # loads numpy when run
 
     result = study(config)
     for metric, figures in result["metrics"].items():

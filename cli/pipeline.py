@@ -10,7 +10,6 @@ import typer
 from darling.cli.common import err, out
 from darling.cli.options import config_command
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.runner import StageFailed, run_pipeline
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
 -> DARLING RL and, with the same settings and seeds, its GRPO baseline -> eval math (pass@k) -> eval novelty ->
@@ -49,6 +48,7 @@ stage's output.
 
 
 def pipeline(config: PipelineConfig) -> None:
+    from darling.pipeline.runner import StageFailed, run_pipeline  # loads every stage's code, when it runs
 
     try:
         result = run_pipeline(config, log=_print, argv=sys.argv)

@@ -8,20 +8,11 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from darling.classifier.serve_classifier import ServeConfig, parity_check, sample_pairs, start_replicas
+from darling.classifier.config import ServeConfig
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
-from darling.core.pooling_client import PoolingServerError
-from darling.core.replicas import ReplicaConfig, stop_all, stop_on_sigterm, write_ready_file
-from darling.core.reward_model import RewardServerError
-from darling.rl.config import RLTrainConfig
-from darling.rl.serve_reward_model import (
-    RewardServeConfig,
-    reward_parity_check,
-    sample_reward_pairs,
-    start_reward_replicas,
-)
-from darling.rl.train import rl_train as train
+from darling.core.replica_config import ReplicaConfig
+from darling.rl.config import RewardServeConfig, RLTrainConfig
 
 if TYPE_CHECKING:
     import subprocess
@@ -54,6 +45,9 @@ RL_PARAMS = [
 
 
 def rl_train(config: RLTrainConfig, resume: bool) -> None:
+    from darling.core.pooling_client import PoolingServerError  # loads httpx, numpy when run
+    from darling.core.reward_model import RewardServerError  # loads httpx, numpy when run
+    from darling.rl.train import rl_train as train  # loads polars when run
 
     try:
         trainer = train(config, resume=resume)
@@ -94,9 +88,10 @@ choose). Ctrl-C or SIGTERM stops every replica.
 
 
 def serve_classifier(config: ServeConfig) -> None:
+    from darling.classifier import serve_classifier as serving  # loads polars, httpx, numpy when run
 
     def check(servers: list[VLLMServer]) -> bool:
-        report = parity_check(config.model, [s.base_url for s in servers], sample_pairs())
+        report = serving.parity_check(config.model, [s.base_url for s in servers], serving.sample_pairs())
         out.print(
             f"parity {'OK' if report.ok else 'MISMATCH'}: {report.pairs} pairs, max |served - in-process| = "
             f"{report.max_abs_diff:.2e} (tolerance {report.tolerance:g} in {servers[0].dtype}), decisions agree on "
@@ -109,7 +104,7 @@ def serve_classifier(config: ServeConfig) -> None:
         )
         return report.ok
 
-    serve_replicas(config, lambda: start_replicas(config), check)
+    serve_replicas(config, lambda: serving.start_replicas(config), check)
 
 
 REWARD_SERVE_DOC = """Serve a reward model (a sequence classifier with one output) with vLLM on N replicas (`--runner
@@ -129,11 +124,13 @@ environment, else the CPU build .ci/setup.sh makes (--python to choose). Ctrl-C 
 
 
 def serve_reward_model(config: RewardServeConfig) -> None:
+    from darling.core.reward_model import RewardServerError  # loads httpx, numpy when run
+    from darling.rl import serve_reward_model as serving  # loads polars, httpx, numpy when run
 
     def check(servers: list[VLLMServer]) -> bool:
         dtype, urls = servers[0].dtype, [s.base_url for s in servers]
         try:
-            report = reward_parity_check(str(servers[0].model_dir), urls, dtype, *sample_reward_pairs())
+            report = serving.reward_parity_check(str(servers[0].model_dir), urls, dtype, *serving.sample_reward_pairs())
         except RewardServerError as exc:  # e.g. --max-model-len below what the clients send
             err.print(f"[bold red]error:[/] the check got no score ({exc})", highlight=False, soft_wrap=True)
             return False
@@ -145,7 +142,7 @@ def serve_reward_model(config: RewardServeConfig) -> None:
         )
         return report.ok
 
-    serve_replicas(config, lambda: start_reward_replicas(config), check)
+    serve_replicas(config, lambda: serving.start_reward_replicas(config), check)
 
 
 def serve_replicas(
@@ -157,6 +154,8 @@ def serve_replicas(
     --check (exit 1 unless it passes), write the ready file, then serve until Ctrl-C, SIGTERM or a replica's exit
     (exit 1), stopping all of them on the way out."""
     import time
+
+    from darling.core.replicas import stop_all, stop_on_sigterm, write_ready_file  # loads polars, httpx when run
 
     stop_on_sigterm()
     servers = start()

@@ -16,3 +16,12 @@ def rank_device() -> str:
     if torch.cuda.is_available():
         return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return "cpu"
+
+
+def cuda_available() -> bool:
+    """CUDA GPUs visible to this process (a CPU-only torch, or none, says no)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())

@@ -2,7 +2,7 @@
 ``datagen label``, ``eval math``, ``eval novelty``) has these fields, so it has these flags with this help.
 
 ``engine_options(settings)`` is the one place an engine name meets its construction options
-(``darling.core.engines.make_engine(settings.engine, **engine_options(settings))``): only the options the chosen
+(``darling.core.engines.build_engine(settings)``): only the options the chosen
 engine takes are passed, and ``openai`` without a ``base_url`` is refused before anything runs. A generator list
 may give one model its own vLLM settings (``ENGINE_OVERRIDES``): they replace these for that model.
 """
@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from darling.core.config import CommandConfig, option
-from darling.core.engine_api import ENGINE_NAMES, Engine
-from darling.core.engines import make_engine
+from darling.core.engine_api import ENGINE_NAMES
 from darling.core.errors import UserInputError
 
 ENGINE_PANEL = "Generation engine"
@@ -129,8 +128,3 @@ def engine_options(settings: EngineConfig, overrides: dict[str, Any] | None = No
             "threads": settings.threads,
         }
     raise UserInputError(f"unknown --engine {settings.engine!r}: choose one of {', '.join(ENGINE_NAMES)}")
-
-
-def build_engine(settings: EngineConfig, options: dict[str, Any] | None = None) -> Engine:
-    """The engine ``settings`` name, with ``options`` (default: ``engine_options(settings)``)."""
-    return make_engine(settings.engine, **(engine_options(settings) if options is None else options))

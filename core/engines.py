@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from darling.core.engine_api import ENGINE_NAMES, ChatRequest, ChatResult, Completion, Engine, check_request
+from darling.core.engine_config import EngineConfig, engine_options
 from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
 from darling.core.openai_engine import OpenAIEngine
@@ -303,3 +304,8 @@ def make_engine(name: str, **options: Any) -> Engine:
         return cls(**options)
     except TypeError as exc:  # an unknown or missing engine option
         raise UserInputError(f"engine {name}: {exc}") from None
+
+
+def build_engine(settings: EngineConfig, options: dict[str, Any] | None = None) -> Engine:
+    """The engine ``settings`` name, with ``options`` (default: ``engine_options(settings)``)."""
+    return make_engine(settings.engine, **(engine_options(settings) if options is None else options))

@@ -11,6 +11,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+# The settings record a stage writes beside its shards (``darling.core.shards``), so a rerun with other settings is
+# refused; defined here, import-light, because the command line also looks for it when it cleans a refused run up.
+RUN_FILE = "run.json"
+
 PAIR_TEXT_FIELDS = ("prompt", "generation_0", "generation_1")
 PAIR_LABEL_FIELD = "similar"
 PAIR_FIELDS = (*PAIR_TEXT_FIELDS, PAIR_LABEL_FIELD)

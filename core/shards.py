@@ -28,10 +28,9 @@ from typing import Any
 import polars as pl
 
 from darling.core.errors import UserInputError
-from darling.core.schemas import polars_schema
+from darling.core.schemas import RUN_FILE, polars_schema
 
 SHARD_GLOB = "part-*.parquet"
-RUN_FILE = "run.json"
 LOCK_FILE = ".writer.lock"
 # folder -> [fd of its lock, number of live stores writing it]: one flock per process and folder (flock would
 # refuse this process's own second descriptor); closed when the last store writing the folder is gone.

@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from darling.core.devices import cuda_available
 from darling.core.engine_api import ChatRequest, ChatResult
 from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
 from darling.core.openai_engine import OpenAIEngine
-from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, cuda_available, default_vllm_python
+from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, default_vllm_python
 
 CPU_MAX_MODEL_LEN = 2048  # the CPU build's context unless --max-model-len says otherwise
 

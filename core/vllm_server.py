@@ -37,15 +37,6 @@ def default_vllm_python() -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def cuda_available() -> bool:
-    """CUDA GPUs visible to this process (a CPU-only torch, or none, says no)."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))

@@ -16,7 +16,8 @@ from typing import Any, cast
 import polars as pl
 
 from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
-from darling.core.engine_config import build_engine, engine_options
+from darling.core.engine_config import engine_options
+from darling.core.engines import build_engine
 from darling.core.errors import UserInputError
 from darling.core.math_grading import extract_final_answer, is_correct
 from darling.core.progress import progress_bar

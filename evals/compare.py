@@ -12,17 +12,16 @@ Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
-from darling.core.quality import QUALITIES, distinct_answers, open_ended_quality
+from darling.core.quality import distinct_answers, open_ended_quality
 from darling.core.shards import atomic_write_bytes
 from darling.evals.compare_report import render_comparison
+from darling.evals.config import EVAL_QUALITY, CompareConfig, named
 from darling.evals.math import pass_at_k, scored_problems
 
 N_BOOT = 2000
@@ -33,78 +32,6 @@ CURVE_KEYS = {
     "darling/distinct_per_group": "distinct (classifier)",
     "darling/distinct_answers": "distinct answers",
 }
-EVAL_QUALITY = "eval"  # the quality eval novelty scored (a reward model's bucket, or 1 without one)
-
-
-@dataclass(kw_only=True)
-class CompareConfig(CommandConfig):
-    """Settings of ``darling eval compare``."""
-
-    output: Path = option(aliases=("-o",), help="Writes compare.json, report.md and curves.png.")
-    novelty: list[str] = option(
-        factory=list, help="NAME=DIR: a policy's `eval novelty` output (repeatable; all on the same prompts)."
-    )
-    math: list[str] = option(factory=list, help="NAME=DIR: the same policy's `eval math` output (repeatable).")
-    training: list[str] = option(factory=list, help="NAME=DIR: its `rl-train` output, for training curves.")
-    pairs: list[str] = option(
-        factory=list,
-        help="A:B: report A minus B (repeatable); default every pair, in the order the policies are named.",
-    )
-    quality: str = option(
-        EVAL_QUALITY,
-        help="Quality per response: eval (what eval novelty scored), short-answer or relevant-short-answer "
-        "(recomputed from the texts, as darling.core.quality defines them).",
-    )
-    max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
-    ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
-    seed: int = option(0, help="Seed of the bootstrap.")
-
-    def check(self) -> None:
-
-        if not (self.novelty or self.math):
-            raise UserInputError("give --novelty NAME=DIR and/or --math NAME=DIR for at least two policies")
-        allowed = (EVAL_QUALITY, *[q for q in QUALITIES if q != "math"])
-        if self.quality not in allowed:
-            raise UserInputError(f"--quality must be one of {', '.join(allowed)}, got {self.quality!r}")
-        for flag in ("novelty", "math", "training"):
-            named(getattr(self, flag), f"--{flag}", must_exist=False)
-        names = self.policy_names()
-        if len(names) < 2:
-            raise UserInputError(f"need at least two policies to compare, got {names}")
-        for a, b in self.difference_pairs():
-            if a not in names or b not in names:
-                raise UserInputError(f"--pairs {a}:{b}: both must be named by --novelty or --math ({names})")
-
-    def policy_names(self) -> list[str]:
-        both = [*named(self.novelty, "--novelty", must_exist=False), *named(self.math, "--math", must_exist=False)]
-        return list(dict.fromkeys(both))
-
-    def difference_pairs(self) -> list[tuple[str, str]]:
-        """``--pairs A:B`` as (A, B); by default every pair, in the order the policies are named."""
-        if not self.pairs:
-            names = self.policy_names()
-            return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-        out = []
-        for item in self.pairs:
-            a, sep, b = item.partition(":")
-            if not sep or not a.strip() or not b.strip():
-                raise UserInputError(f"--pairs expects A:B, got {item!r}")
-            out.append((a.strip(), b.strip()))
-        return out
-
-
-def named(items: list[str], flag: str, must_exist: bool = True) -> dict[str, Path]:
-    """``["darling=runs/a", ...]`` -> ``{"darling": Path("runs/a")}``; a malformed item, or (``must_exist``) a
-    folder that is not there, is one line."""
-    out: dict[str, Path] = {}
-    for item in items:
-        name, sep, folder = item.partition("=")
-        if not sep or not name.strip() or not folder.strip():
-            raise UserInputError(f"{flag} {item!r}: expected NAME=DIR")
-        if must_exist and not Path(folder).is_dir():
-            raise UserInputError(f"{flag} {item!r}: {folder} is not a folder")
-        out[name.strip()] = Path(folder)
-    return out
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""Settings of the evaluation commands (``darling eval math | novelty | classifier``): one ``kw_only`` dataclass
-each whose fields carry their help, so the command line is built from them (``darling.cli.options``). The
+"""Settings of the evaluation commands (``darling eval math | novelty | classifier | compare | study``): one
+``kw_only`` dataclass each whose fields carry their help, so the command line is built from them
+(``darling.cli.options``). The
 generating ones derive from ``EngineConfig`` (the engine's flags, defined once in ``darling.core.engine_config``).
 Also the names the settings choose between (partitions, utilities) and NoveltyBench's cut points.
 
-Kept light (no polars, no torch): the command line imports this module to build its flags.
+Kept light (no polars, numpy or torch): the command line imports this module to build its flags.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from darling.core.config import CommandConfig, option
 from darling.core.engine_config import EngineConfig
 from darling.core.errors import UserInputError
+from darling.core.quality import QUALITIES
 from darling.datagen.config import (
     DEFAULT_SYSTEM_PROMPT,
     GeneratorSpec,
@@ -251,3 +253,92 @@ class ClassifierEvalConfig(CommandConfig):
             raise UserInputError("give --model (an export) or --zero-shot (a backbone), or both")
         if self.zero_shot is not None and self.fit_data is None:
             raise UserInputError("--zero-shot needs --fit-data: labelled pairs to fit a, b and the threshold on")
+
+
+EVAL_QUALITY = "eval"  # the quality eval novelty scored (a reward model's bucket, or 1 without one)
+DEFAULT_PAIR = "darling-rl - grpo-rl"  # the pipeline's DARLING minus its GRPO baseline
+
+
+@dataclass(kw_only=True)
+class CompareConfig(CommandConfig):
+    """Settings of ``darling eval compare``."""
+
+    output: Path = option(aliases=("-o",), help="Writes compare.json, report.md and curves.png.")
+    novelty: list[str] = option(
+        factory=list, help="NAME=DIR: a policy's `eval novelty` output (repeatable; all on the same prompts)."
+    )
+    math: list[str] = option(factory=list, help="NAME=DIR: the same policy's `eval math` output (repeatable).")
+    training: list[str] = option(factory=list, help="NAME=DIR: its `rl-train` output, for training curves.")
+    pairs: list[str] = option(
+        factory=list,
+        help="A:B: report A minus B (repeatable); default every pair, in the order the policies are named.",
+    )
+    quality: str = option(
+        EVAL_QUALITY,
+        help="Quality per response: eval (what eval novelty scored), short-answer or relevant-short-answer "
+        "(recomputed from the texts, as darling.core.quality defines them).",
+    )
+    max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
+    ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
+    seed: int = option(0, help="Seed of the bootstrap.")
+
+    def check(self) -> None:
+
+        if not (self.novelty or self.math):
+            raise UserInputError("give --novelty NAME=DIR and/or --math NAME=DIR for at least two policies")
+        allowed = (EVAL_QUALITY, *[q for q in QUALITIES if q != "math"])
+        if self.quality not in allowed:
+            raise UserInputError(f"--quality must be one of {', '.join(allowed)}, got {self.quality!r}")
+        for flag in ("novelty", "math", "training"):
+            named(getattr(self, flag), f"--{flag}", must_exist=False)
+        names = self.policy_names()
+        if len(names) < 2:
+            raise UserInputError(f"need at least two policies to compare, got {names}")
+        for a, b in self.difference_pairs():
+            if a not in names or b not in names:
+                raise UserInputError(f"--pairs {a}:{b}: both must be named by --novelty or --math ({names})")
+
+    def policy_names(self) -> list[str]:
+        both = [*named(self.novelty, "--novelty", must_exist=False), *named(self.math, "--math", must_exist=False)]
+        return list(dict.fromkeys(both))
+
+    def difference_pairs(self) -> list[tuple[str, str]]:
+        """``--pairs A:B`` as (A, B); by default every pair, in the order the policies are named."""
+        if not self.pairs:
+            names = self.policy_names()
+            return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+        out = []
+        for item in self.pairs:
+            a, sep, b = item.partition(":")
+            if not sep or not a.strip() or not b.strip():
+                raise UserInputError(f"--pairs expects A:B, got {item!r}")
+            out.append((a.strip(), b.strip()))
+        return out
+
+
+def named(items: list[str], flag: str, must_exist: bool = True) -> dict[str, Path]:
+    """``["darling=runs/a", ...]`` -> ``{"darling": Path("runs/a")}``; a malformed item, or (``must_exist``) a
+    folder that is not there, is one line."""
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, folder = item.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise UserInputError(f"{flag} {item!r}: expected NAME=DIR")
+        if must_exist and not Path(folder).is_dir():
+            raise UserInputError(f"{flag} {item!r}: {folder} is not a folder")
+        out[name.strip()] = Path(folder)
+    return out
+
+
+@dataclass(kw_only=True)
+class StudyConfig(CommandConfig):
+    """Settings of ``darling eval study``."""
+
+    compare: list[str] = option(help="One seed's `eval compare` folder as SEED=DIR (repeat: one per seed).")
+    output: Path = option(aliases=("-o",), help="Writes study.json and study.md.")
+    pair: str = option(DEFAULT_PAIR, help="The difference to pool, as compare.json names it (A - B).")
+    seed: int = option(0, help="Seed of the bootstrap.")
+
+    def check(self) -> None:
+        if len(self.compare) < 2:
+            raise UserInputError("a study needs at least two seeds' compare folders (--compare SEED=DIR, repeated)")

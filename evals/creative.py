@@ -33,11 +33,12 @@ from typing import Any, cast
 import polars as pl
 
 from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
-from darling.core.engine_config import build_engine, engine_options
+from darling.core.engine_config import engine_options
+from darling.core.engines import build_engine
 from darling.core.errors import UserInputError
 from darling.core.progress import progress_bar
-from darling.core.schemas import stable_id
-from darling.core.shards import RUN_FILE, ShardStore
+from darling.core.schemas import RUN_FILE, stable_id
+from darling.core.shards import ShardStore
 from darling.datagen.config import GeneratorSpec
 from darling.evals.creative_bench import Bench, BenchPrompt, load_bench, parse_judge_scores, strip_reasoning
 from darling.evals.creative_config import CreativeConfig as CreativeConfig

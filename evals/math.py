@@ -45,7 +45,8 @@ from typing import Any, cast
 
 import polars as pl
 
-from darling.core.engine_config import build_engine, engine_options
+from darling.core.engine_config import engine_options
+from darling.core.engines import build_engine
 from darling.core.errors import UserInputError
 from darling.core.shards import SHARD_GLOB, atomic_write_bytes
 from darling.datagen.config import GeneratorSpec, RolloutConfig

@@ -38,12 +38,13 @@ import numpy as np
 import polars as pl
 
 from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
-from darling.core.engine_config import build_engine, engine_options
+from darling.core.engine_config import engine_options
+from darling.core.engines import build_engine
 from darling.core.errors import UserInputError
 from darling.core.progress import progress_bar
 from darling.core.reward_model import load_reward_model
-from darling.core.schemas import stable_id
-from darling.core.shards import RUN_FILE, ShardStore
+from darling.core.schemas import RUN_FILE, stable_id
+from darling.core.shards import ShardStore
 from darling.datagen.problems import PACKAGED_PROMPT_SETS, packaged_problem_file, problem_records
 from darling.evals.config import (
     DARLING_FORK,

@@ -9,32 +9,15 @@ Writes ``OUTPUT/study.json`` and ``OUTPUT/study.md``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
-from darling.evals.compare import N_BOOT, named
-
-DEFAULT_PAIR = "darling-rl - grpo-rl"  # the pipeline's DARLING minus its GRPO baseline
-
-
-@dataclass(kw_only=True)
-class StudyConfig(CommandConfig):
-    """Settings of ``darling eval study``."""
-
-    compare: list[str] = option(help="One seed's `eval compare` folder as SEED=DIR (repeat: one per seed).")
-    output: Path = option(aliases=("-o",), help="Writes study.json and study.md.")
-    pair: str = option(DEFAULT_PAIR, help="The difference to pool, as compare.json names it (A - B).")
-    seed: int = option(0, help="Seed of the bootstrap.")
-
-    def check(self) -> None:
-        if len(self.compare) < 2:
-            raise UserInputError("a study needs at least two seeds' compare folders (--compare SEED=DIR, repeated)")
+from darling.evals.compare import N_BOOT
+from darling.evals.config import StudyConfig, named
 
 
 def hierarchical_bootstrap(groups: list[np.ndarray], seed: int = 0, level: float = 0.95) -> dict[str, Any]:

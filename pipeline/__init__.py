@@ -20,7 +20,20 @@ Writes ``RUN/report.md`` (every stage's numbers and wall time), ``RUN/stages.jso
 versions, SHA-256 of every input and output file) and ``RUN/run.json`` (the run's identity).
 """
 
-from darling.pipeline.config import PipelineConfig, build_config
-from darling.pipeline.runner import run_pipeline
+from __future__ import annotations
 
-__all__ = ["PipelineConfig", "build_config", "run_pipeline"]
+import importlib
+from typing import Any
+
+# The names load on first use (PEP 562): importing ``darling.pipeline.config`` (what the command line does to build
+# its flags) must not import the runner, and through it every stage's code.
+_EXPORTS = {"PipelineConfig": "config", "build_config": "config", "run_pipeline": "runner"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'darling.pipeline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"darling.pipeline.{_EXPORTS[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

@@ -16,19 +16,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
-from darling.classifier.serve_classifier import ServeConfig
-from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, coerce, option
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
-from darling.evals.compare import CompareConfig
-from darling.evals.config import MathEvalConfig, NoveltyConfig
+from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.resources import INPUT_FILES
-from darling.rl.config import RLTrainConfig
-from darling.rl.serve_reward_model import RewardServeConfig
+from darling.rl.config import RewardServeConfig, RLTrainConfig
 
 INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")

@@ -20,10 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
-from darling.core.vllm_server import cuda_available
-from darling.evals.study import StudyConfig, study
+from darling.evals.config import StudyConfig
+from darling.evals.study import study
 from darling.pipeline.commands_sh import (
     LOGS,
     PRELUDE,

@@ -15,18 +15,14 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
-from darling.classifier.serve_classifier import ServeConfig
-from darling.classifier.training_pairs import TrainingPairsConfig
 from darling.core.config import CommandConfig, base_type, coerce, field_types
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
-from darling.evals.compare import EVAL_QUALITY, CompareConfig
-from darling.evals.config import MathEvalConfig, NoveltyConfig
+from darling.evals.config import EVAL_QUALITY, CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
-from darling.rl.config import RLTrainConfig
-from darling.rl.serve_reward_model import RewardServeConfig
+from darling.rl.config import RewardServeConfig, RLTrainConfig
 
 BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"  # eval-math/<name>/, eval-novelty/<name>/
 # eval math names the model this in every folder: per-request seeds derive from the name, so all policies draw the

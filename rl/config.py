@@ -1,6 +1,6 @@
-"""Settings of ``darling rl-train``: one dataclass whose fields carry their help; presets are the data files in
-``rl/presets/`` (keys are field names). Precedence: preset < ``--config`` file < flags and ``--set``
-(``darling.core.config``).
+"""Settings of ``darling rl-train`` and ``darling serve-reward-model``: one dataclass each whose fields carry their
+help; presets are the data files in ``rl/presets/`` (keys are field names). Precedence: preset < ``--config`` file <
+flags and ``--set`` (``darling.core.config``).
 
 The paper's choices are the defaults: rewards centred per group without std scaling (Eq. 6,
 ``scale_rewards="none"``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``diversity=False`` runs
@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
+from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 from darling.rl.reward import NORMS, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
@@ -240,3 +241,31 @@ def build_config(
 ) -> RLTrainConfig:
     """Preset, then ``config_file``, then ``overrides`` (``darling.core.config``); ``output`` is required."""
     return RLTrainConfig.build(preset, config_file, overrides)
+
+
+@dataclass(kw_only=True)
+class RewardServeConfig(ReplicaConfig):
+    """Settings of ``darling serve-reward-model`` (no presets: every default is the command's)."""
+
+    PRESET_PACKAGE: ClassVar[str | None] = None
+
+    model: str = option(
+        help="The reward model (a sequence classifier with one output): a folder, a hub name in the local Hugging "
+        "Face cache, or tiny:reward. Give rl-train and eval novelty the same --reward-model (its tokenizer)."
+    )
+    dtype: str | None = option(
+        None,
+        choices=SERVE_DTYPES,
+        help="Serving dtype; default: float32 on the CPU build, the model's own (config.json) on GPUs.",
+    )
+    check: bool = option(False, help="Compare served vs in-process raw scores on sample (prompt, response) pairs.")
+    max_model_len: int | None = option(
+        None,
+        help="vLLM's --max-model-len; default: the longest input the clients send (1024 tokens, or the tokenizer's "
+        "limit if lower). A longer input is refused by the server, and the run that sent it stops.",
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise UserInputError(f"max_model_len must be >= 1, got {self.max_model_len}")

@@ -19,46 +19,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
 from darling.classifier.labelled_pairs import load_pairs
-from darling.core.config import option
 from darling.core.devices import rank_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source
-from darling.core.replicas import SERVE_DTYPES, ReplicaConfig, free_gpu_memory, pooling_replicas, start_servers
+from darling.core.replica_config import SERVE_DTYPES
+from darling.core.replicas import free_gpu_memory, pooling_replicas, start_servers
 from darling.core.reward_model import RewardModel, ServedRewardModel, servable_encoder
 from darling.core.vllm_server import VLLMServer
-
-
-@dataclass(kw_only=True)
-class RewardServeConfig(ReplicaConfig):
-    """Settings of ``darling serve-reward-model`` (no presets: every default is the command's)."""
-
-    PRESET_PACKAGE: ClassVar[str | None] = None
-
-    model: str = option(
-        help="The reward model (a sequence classifier with one output): a folder, a hub name in the local Hugging "
-        "Face cache, or tiny:reward. Give rl-train and eval novelty the same --reward-model (its tokenizer)."
-    )
-    dtype: str | None = option(
-        None,
-        choices=SERVE_DTYPES,
-        help="Serving dtype; default: float32 on the CPU build, the model's own (config.json) on GPUs.",
-    )
-    check: bool = option(False, help="Compare served vs in-process raw scores on sample (prompt, response) pairs.")
-    max_model_len: int | None = option(
-        None,
-        help="vLLM's --max-model-len; default: the longest input the clients send (1024 tokens, or the tokenizer's "
-        "limit if lower). A longer input is refused by the server, and the run that sent it stops.",
-    )
-
-    def validate(self) -> None:
-        super().validate()
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise UserInputError(f"max_model_len must be >= 1, got {self.max_model_len}")
+from darling.rl.config import RewardServeConfig
 
 
 def model_folder(name: str) -> Path:

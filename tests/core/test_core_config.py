@@ -6,14 +6,12 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_line_error, darling
 
-from darling.classifier.config import ClassifierTrainConfig
-from darling.classifier.serve_classifier import ServeConfig
+from darling.classifier.config import ClassifierTrainConfig, ServeConfig
 from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import ClassifierEvalConfig, MathEvalConfig, NoveltyConfig
-from darling.rl.config import RLTrainConfig
-from darling.rl.serve_reward_model import RewardServeConfig
+from darling.rl.config import RewardServeConfig, RLTrainConfig
 
 CONFIGS = [ClassifierTrainConfig, RLTrainConfig, ServeConfig, RewardServeConfig]  # every command's settings dataclass
 CONFIGS += [RolloutConfig, PairConfig, JudgeConfig, MathEvalConfig, NoveltyConfig, ClassifierEvalConfig]
@@ -79,7 +77,7 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
 
     from typer.testing import CliRunner
 
-    import darling.cli.rl
+    import darling.rl.train
     from darling.cli.main import app
 
     seen = []
@@ -89,7 +87,7 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
         seen.append((config, resume))
         return SimpleNamespace(state=SimpleNamespace(log_history=history))
 
-    monkeypatch.setattr(darling.cli.rl, "train", fake_rl_train)
+    monkeypatch.setattr(darling.rl.train, "rl_train", fake_rl_train)
     config_file = tmp_path / "rl.toml"
     config_file.write_text('num_generations = 8\nper_device_train_batch_size = 8\nproblems = "champ"\nfloor = 0.2\n')
     args = ["rl-train", "--classifier", str(tmp_path), "--output", str(tmp_path / "rl"), "--config", str(config_file)]
@@ -138,14 +136,15 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
 
     from typer.testing import CliRunner
 
-    import darling.cli.rl as serve  # the command line holds the names it calls
+    import darling.classifier.serve_classifier as serve  # the command imports them when it runs
+    import darling.core.replicas as replicas
     from darling.cli.main import app
 
     calls = []
     server = SimpleNamespace(base_url="http://127.0.0.1:9", log_path="log", process=None, dtype="float32")
     monkeypatch.setattr(serve, "start_replicas", lambda config: calls.append(config) or [server])
-    monkeypatch.setattr(serve, "stop_all", lambda servers: calls.append(("stopped", servers)))
-    monkeypatch.setattr(serve, "stop_on_sigterm", lambda: None)
+    monkeypatch.setattr(replicas, "stop_all", lambda servers: calls.append(("stopped", servers)))
+    monkeypatch.setattr(replicas, "stop_on_sigterm", lambda: None)
     monkeypatch.setattr(serve, "sample_pairs", lambda: [("a", "b")])
     report = SimpleNamespace(ok=True, pairs=1, max_abs_diff=0.0, decisions_agree=1, tolerance=1e-3, near_threshold=0)
     monkeypatch.setattr(serve, "parity_check", lambda model, urls, pairs: calls.append(("check", urls)) or report)

@@ -110,7 +110,8 @@ def test_engine_settings_become_the_chosen_engines_options():
     """One definition of the engine's settings; only the options the chosen engine takes reach it."""
     from dataclasses import fields
 
-    from darling.core.engine_config import EngineConfig, build_engine, engine_options
+    from darling.core.engine_config import EngineConfig, engine_options
+    from darling.core.engines import build_engine
     from darling.datagen.config import JudgeConfig, RolloutConfig
     from darling.evals.config import MathEvalConfig, NoveltyConfig
 

@@ -127,3 +127,38 @@ def test_darling_help_and_a_bad_input_load_no_heavy_library(tmp_path):
         report = {k: v for k, _, v in (line.partition(" ") for line in result.stdout.splitlines())}
         assert report["CODE"] in ("0", "2"), (argv, result.stdout[-500:], result.stderr[-500:])
         assert report["HEAVY"].strip() == "", (argv, report["HEAVY"])
+
+
+START_UP = ("polars", "pyarrow", "numpy", "httpx", "openai", "yaml", *HEAVY)
+HELP_COMMANDS = (
+    [],
+    ["train-classifier"],
+    ["import-classifier"],
+    ["serve-classifier"],
+    ["serve-reward-model"],
+    ["rl-train"],
+    ["pipeline"],
+    *(["datagen", c] for c in ("rollouts", "pairs", "label", "training-pairs")),
+    *(["eval", c] for c in ("classifier", "math", "novelty", "creative", "compare", "study")),
+)
+
+
+def test_every_commands_help_loads_no_data_or_http_library():
+    """``darling --help`` and every command's ``--help``, in one fresh interpreter: the command line builds its flags
+    from the settings classes alone, so neither polars, numpy nor httpx (~0.3 s together) is imported; each
+    command imports its stage's code when it runs (bench/cli_startup.py measures the time)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, runpy\n"
+        f"for argv in {[[*c, '--help'] for c in HELP_COMMANDS]!r}:\n"
+        "    sys.argv = ['darling', *argv]\n"
+        "    try:\n        runpy.run_module('darling', run_name='__main__')\n"
+        "    except SystemExit as exit:\n        assert exit.code in (0, None), (argv, exit.code)\n"
+        f"print('LOADED', *[m for m in {START_UP!r} if m in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = result.stdout.rsplit("LOADED", 1)[1].split()
+    assert loaded == [], loaded

@@ -113,7 +113,9 @@ def test_changed_sampling_is_refused_before_anything_runs(tmp_path):
 
 def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
     """Each command's flags are its config's fields (the engine's among them), in process up to the API call."""
-    import darling.cli.datagen
+    import darling.datagen.judge
+    import darling.datagen.pairs
+    import darling.datagen.rollouts
     from darling.cli.main import app
 
     seen = []
@@ -122,9 +124,9 @@ def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
         pairs=0, problems_with_pairs=0, responses_used=0, duplicates_dropped=0, per_problem={}, per_model_pair={}
     )
     labels = SimpleNamespace(counts={}, label_balance={}, judged_now=0, skipped=0, requests=0)
-    monkeypatch.setattr(darling.cli.datagen, "generate_rollouts", lambda c, progress: seen.append(c) or rollouts)
-    monkeypatch.setattr(darling.cli.datagen, "build_pairs", lambda c, progress: seen.append(c) or pairs)
-    monkeypatch.setattr(darling.cli.datagen, "label_pairs", lambda c, progress: seen.append(c) or labels)
+    monkeypatch.setattr(darling.datagen.rollouts, "generate_rollouts", lambda c, progress: seen.append(c) or rollouts)
+    monkeypatch.setattr(darling.datagen.pairs, "build_pairs", lambda c, progress: seen.append(c) or pairs)
+    monkeypatch.setattr(darling.datagen.judge, "label_pairs", lambda c, progress: seen.append(c) or labels)
 
     def run(*args):
         result = CliRunner().invoke(app, [str(a) for a in args])

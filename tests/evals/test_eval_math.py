@@ -208,13 +208,13 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     """eval math's flags are MathEvalConfig's fields (the engine's among them), in process up to evaluate_math."""
     from typer.testing import CliRunner
 
-    import darling.cli.eval_math
+    import darling.evals.math
     from darling.cli.main import app
     from darling.core.engine_config import engine_options
 
     seen = []
     metrics = {"generation": None, "datasets": [], "models": {}}
-    monkeypatch.setattr(darling.cli.eval_math, "evaluate_math", lambda c, progress: seen.append(c) or metrics)
+    monkeypatch.setattr(darling.evals.math, "evaluate_math", lambda c, progress: seen.append(c) or metrics)
     args = [
         "eval",
         "math",

@@ -142,7 +142,7 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     """eval novelty's flags are NoveltyConfig's fields (the engine's among them), in process up to evaluate_novelty."""
     from typer.testing import CliRunner
 
-    import darling.cli.eval_novelty
+    import darling.evals.novelty
     from darling.cli.main import app
     from darling.core.engine_config import engine_options
     from darling.evals.novelty import NoveltyConfig
@@ -157,7 +157,7 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
         "mean_quality": None,
         "n_prompts_incomplete": 0,
     }
-    monkeypatch.setattr(darling.cli.eval_novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or metrics)
+    monkeypatch.setattr(darling.evals.novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or metrics)
     args = [
         "eval",
         "novelty",
