@@ -148,9 +148,22 @@ def scoring_copy(model, dtype_name: str, device: torch.device):
     dtype = getattr(torch, dtype_name)
     if dtype == torch.float32:
         return model.to(device)
-    copied = copy.deepcopy(model).to(device)
+    copied = copy.deepcopy(model)
     getattr(copied, "backbone", copied).to(dtype)  # a bi-encoder's a and b stay fp32, as darling.json records them
-    return copied
+    return copied.to(device)  # converted first: no fp32 copy of a 4B model passes through the GPU
+
+
+def release_training_state(trainer: L.Trainer, module: L.LightningModule) -> None:
+    """Free what only training needed (the optimiser's state, the gradients) before the scoring copy is made.
+
+    Lightning's teardown moves both to the CPU for DDP and single-device runs but leaves them on the GPUs under
+    FSDP; beside them (Adam: twice the fp32 weights, the gradients: once more) the bf16 scoring copy of the paper's
+    4B classifier did not fit on an 80 GiB H100 (out of memory in calibration, measured). The checkpoint is written."""
+    for optimizer in trainer.optimizers:
+        optimizer.state.clear()
+    module.zero_grad(set_to_none=True)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 @dataclass
@@ -310,6 +323,7 @@ def train_classifier(
     trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(last_ckpt) if resume else None)
     train_seconds = time.perf_counter() - start
     trained = _full_model(trainer, parts.module, config, parts.fresh_model)
+    release_training_state(trainer, parts.module)
     if not trainer.is_global_zero:
         n = (len(train_pairs), len(val_pairs))
         return TrainResult(output, {}, 0.5, train_seconds, *n, trainer.global_step, rank=trainer.global_rank)

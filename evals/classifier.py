@@ -28,6 +28,7 @@ from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.zero_shot import zero_shot_classifier
+from darling.core.devices import rank_device
 from darling.evals.config import ClassifierEvalConfig
 from darling.evals.lexical import BASELINES, overlap_scores
 
@@ -45,7 +46,8 @@ class Row:
 
 
 def _export_row(model_dir, texts, symmetric, batch_size, key: str, threshold: float | None = None) -> Row:
-    clf = EquivalenceClassifier.from_pretrained(model_dir, batch_size=batch_size)
+    # this process's GPU when there is one: a 4B export scored on the CPU would take hours
+    clf = EquivalenceClassifier.from_pretrained(model_dir, device=rank_device(), batch_size=batch_size)
     used = clf.symmetric if symmetric is None else symmetric
     probs = clf.prob_equivalent(texts, symmetric=used)
     extra = {"model": str(model_dir), "kind": clf.kind, "symmetric": used}
