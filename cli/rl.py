@@ -60,6 +60,8 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
             soft_wrap=True,
         )
         raise typer.Exit(code=1) from None
+    if not trainer.is_world_process_zero():  # one report per run, from the rank that saved it
+        return
     logs = [h for h in trainer.state.log_history if "reward" in h]
     for h in logs:
         out.print(

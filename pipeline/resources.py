@@ -44,7 +44,10 @@ Answer [[yes]] if the strategies are different, [[no]] if they are essentially t
 
 # Accelerate configs RL launches with (after TRL's examples/accelerate_configs), by name; num_processes comes from
 # the pipeline's rl_processes. deepspeed-zero3: the paper's (weights, gradients and optimizer state sharded, fp32
-# master weights in the optimizer); multi-gpu: DDP; multi-cpu: the same launch on CPU processes (gloo).
+# master weights in the optimizer); multi-gpu: DDP; multi-cpu: the multi-gpu launch (torch.distributed.run) of CPU
+# processes, which rl-train's use_cpu makes gloo ranks. Not accelerate's own MULTI_CPU with use_cpu: true, which
+# `accelerate launch` runs through its simple launcher, one process whatever num_processes says (an MPI hostfile
+# aside): the CPU chain would never run RL on several ranks.
 _ACCELERATE_COMMON = """\
 compute_environment: LOCAL_MACHINE
 debug: false
@@ -83,9 +86,10 @@ use_cpu: false
 """,
     "multi-cpu": _ACCELERATE_COMMON
     + """\
-distributed_type: MULTI_CPU
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
 mixed_precision: 'no'
-use_cpu: true
+use_cpu: false
 """,
 }
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.config import CommandConfig, base_type, coerce, field_types
+from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import EVAL_QUALITY, CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
@@ -280,6 +281,8 @@ def rl_step(c: PipelineConfig, grpo: bool = False) -> Step:
         wired["reward_model_urls"] = reward_urls(c)
     own = table_values(c, "rl_grpo") if grpo else {}
     config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
+    if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
+        raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
     launcher: list[str] = []
     if c.rl_accelerate:
         env = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []

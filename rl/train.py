@@ -273,7 +273,22 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
         atomic_write_bytes(Path(config.output) / LOG_FILE, history.encode())
         if config.prune_checkpoints:
             prune_checkpoints(Path(config.output))
+    close_process_group(trainer)
     return trainer
+
+
+def close_process_group(trainer) -> None:
+    """End the process group ``accelerate launch`` / torchrun opened, once everything that talks between ranks is
+    done: TRL's trainer never does (transformers leaves it to the script), and NCCL then warns at exit that
+    ``destroy_process_group()`` was not called, and may leak its communicators. No group (one process): nothing."""
+    import torch.distributed as dist  # loaded already by TRL's trainer
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    world = dist.get_world_size()
+    trainer.accelerator.end_training()
+    if trainer.is_world_process_zero():
+        print(f"closed the process group of {world} processes", flush=True)
 
 
 def prune_checkpoints(output: Path) -> list[str]:

@@ -60,6 +60,9 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
         assert runs[name]["steps"] and runs[name]["floor"] == 0.1  # paper-math's reward settings
         assert runs[name]["steps"][0]["darling/classifier_pairs"] > 0  # scored on the served replicas
     assert runs["grpo"]["scale_rewards"] == "group" and runs["darling"]["scale_rewards"] == "none"
+    rl_logs = "".join(log.read_text() for log in (run / "logs").glob("rl*.log"))
+    # each run ends the process group accelerate opened (else NCCL warns at exit that it was never destroyed)
+    assert rl_logs.count("closed the process group of 2 processes") == 2, rl_logs[-3000:]
     assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
     assert summaries["eval-novelty"]["prompts"] == "noveltybench-curated"
     assert summaries["compare"]["pairs"] == ["darling-rl - grpo-rl", "darling-rl - base", "grpo-rl - base"]

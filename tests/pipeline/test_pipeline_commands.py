@@ -42,6 +42,8 @@ def test_stage_tables_presets_and_identity(tmp_path):
             stage_commands(config)  # a command's own rules are checked when its line is built
     with pytest.raises(UserInputError, match="unknown preset"):
         build_config("gpu", tmp_path)
+    with pytest.raises(UserInputError, match=re.escape("multi-cpu launches CPU processes: set [rl] use_cpu = true")):
+        stage_commands(build_config("paper-tiny", tmp_path, **{"rl.use_cpu": "false"}))
     # TRL's own vLLM server (vllm_mode = server) never gets a classifier replica's port, and runs on its own GPUs.
     server = {"rl.vllm_mode": "server", "rl.vllm_server_port": 8101, "rl_gpus": "0,1,2,3", "trl_vllm_gpus": "4,5"}
     with pytest.raises(UserInputError, match=re.escape("vllm_server_port 8101 is a classifier replica's port")):
