@@ -82,10 +82,11 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
 
     seen = []
     history = [{"step": 1, "reward": 0.5, "darling/quality": 1.0, "darling/diversity": 0.5}]
+    rank_zero = [True]
 
     def fake_rl_train(config, resume):
         seen.append((config, resume))
-        return SimpleNamespace(state=SimpleNamespace(log_history=history))
+        return SimpleNamespace(state=SimpleNamespace(log_history=history), is_world_process_zero=lambda: rank_zero[0])
 
     monkeypatch.setattr(darling.rl.train, "rl_train", fake_rl_train)
     config_file = tmp_path / "rl.toml"
@@ -112,6 +113,10 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
     ((config, resume),) = seen
     assert resume is False and config.darling().combine == "quality" and config.classifier is None
     assert (config.policy, config.limit, config.threads, config.use_vllm) == ("Qwen/Qwen3-4B-Base", None, None, True)
+
+    rank_zero[0] = False  # another rank of an accelerate launch: rank 0 reports the run, once
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0 and "step 1" not in result.output and "policy saved" not in result.output
 
 
 def test_rl_train_config_file_and_set_on_the_real_cli(tmp_path: Path):
