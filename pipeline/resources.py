@@ -48,10 +48,14 @@ Answer [[yes]] if the strategies are different, [[no]] if they are essentially t
 # processes, which rl-train's use_cpu makes gloo ranks. Not accelerate's own MULTI_CPU with use_cpu: true, which
 # `accelerate launch` runs through its simple launcher, one process whatever num_processes says (an MPI hostfile
 # aside): the CPU chain would never run RL on several ranks.
+# main_process_port 0: a free port per launch. At the default 29500, two runs started together on one node (DARLING
+# and GRPO side by side, seeds) both found it free and one then failed to bind it (EADDRINUSE). Several nodes
+# (launch_slurm) give the port on the command line.
 _ACCELERATE_COMMON = """\
 compute_environment: LOCAL_MACHINE
 debug: false
 machine_rank: 0
+main_process_port: 0
 main_training_function: main
 num_machines: 1
 num_processes: {processes}
