@@ -278,14 +278,29 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
 
 
 def close_process_group(trainer) -> None:
-    """End the process group ``accelerate launch`` / torchrun opened, once everything that talks between ranks is
-    done: TRL's trainer never does (transformers leaves it to the script), and NCCL then warns at exit that
-    ``destroy_process_group()`` was not called, and may leak its communicators. No group (one process): nothing."""
+    """End the process group ``accelerate launch`` / torchrun opened, once every rank is past its last collective:
+    TRL's trainer never does (transformers leaves it to the script), and NCCL then warns at exit that
+    ``destroy_process_group()`` was not called. No group (one process): nothing.
+
+    The DDP wrapper goes first. Its reducer holds the group too, and when it is the last holder it ends the group
+    without releasing the GIL, while a gloo thread freeing a finished collective waits for the GIL: rank 1 then hung
+    at exit (1 launch in 8 on 2 CPU ranks; pytorch/pytorch#56297). Ended from Python instead, the group is freed with
+    the GIL released. If anything still holds a DDP wrapper, the group is left to the process's exit, as before."""
+    import gc
+
     import torch.distributed as dist  # loaded already by TRL's trainer
+    from torch.nn.parallel import DistributedDataParallel
 
     if not (dist.is_available() and dist.is_initialized()):
         return
     world = dist.get_world_size()
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.free_memory()  # its references to the wrapped model and optimiser
+    trainer.model_wrapped = trainer.model
+    gc.collect()
+    if any(isinstance(obj, DistributedDataParallel) for obj in gc.get_objects()):
+        print("the process group is left to the process's exit: a DDP wrapper is still held", flush=True)
+        return
     trainer.accelerator.end_training()
     if trainer.is_world_process_zero():
         print(f"closed the process group of {world} processes", flush=True)
