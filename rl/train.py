@@ -284,7 +284,7 @@ def close_process_group(trainer) -> None:
 
     The DDP wrapper goes first. Its reducer holds the group too, and when it is the last holder it ends the group
     without releasing the GIL, while a gloo thread freeing a finished collective waits for the GIL: rank 1 then hung
-    at exit (1 launch in 8 on 2 CPU ranks; pytorch/pytorch#56297). Ended from Python instead, the group is freed with
+    at exit (2 launches in 12 on 2 CPU ranks, bench/rl_exit.sh; pytorch/pytorch#56297). Ended from Python instead, the group is freed with
     the GIL released. If anything still holds a DDP wrapper, the group is left to the process's exit, as before."""
     import gc
 
