@@ -283,9 +283,10 @@ def close_process_group(trainer) -> None:
     ``destroy_process_group()`` was not called. No group (one process): nothing.
 
     The DDP wrapper goes first. Its reducer holds the group too, and when it is the last holder it ends the group
-    without releasing the GIL, while a gloo thread freeing a finished collective waits for the GIL: rank 1 then hung
-    at exit (2 launches in 12 on 2 CPU ranks, bench/rl_exit.sh; pytorch/pytorch#56297). Ended from Python instead, the group is freed with
-    the GIL released. If anything still holds a DDP wrapper, the group is left to the process's exit, as before."""
+    without releasing the GIL, while a gloo thread freeing a finished collective waits for the GIL: a rank then hung
+    at exit (2 launches in 12 on 2 CPU ranks, bench/rl_exit.sh; pytorch/pytorch#56297). Ended from Python instead,
+    the group is freed with the GIL released. If anything still holds a DDP wrapper, the group is left to the
+    process's exit, as before."""
     import gc
 
     import torch.distributed as dist  # loaded already by TRL's trainer
