@@ -68,6 +68,11 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
             f"step {h.get('step')}: reward {h.get('reward', 0):.3f}  quality {h.get('darling/quality', 0):.3f}  "
             f"diversity {h.get('darling/diversity', 0):.3f}  "
             f"distinct/group {h.get('darling/distinct_per_group', 0):.2f}"
+            + (
+                f"  term changed {h['darling/groups_changed']:.0%} of groups"
+                if "darling/groups_changed" in h and config.diversity
+                else ""
+            )
         )
     out.print(f"policy saved to {config.output}/final")
 

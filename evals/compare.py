@@ -31,7 +31,10 @@ CURVE_KEYS = {
     "darling/quality": "quality",
     "darling/distinct_per_group": "distinct (classifier)",
     "darling/distinct_answers": "distinct answers",
+    "darling/groups_changed": "groups the diversity term changed",
 }
+# A GRPO run logs the share of its groups DARLING's term would have changed: drawn dashed in the same panel.
+WOULD_CHANGE = "darling/groups_would_change"
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
@@ -135,7 +138,37 @@ def training_curves(log_files: dict[str, Path]) -> dict[str, dict[str, list[floa
         curves[name] = {"step": [float(h["step"]) for h in history]}
         for key, label in CURVE_KEYS.items():
             curves[name][label] = [float(h[key]) for h in history if key in h]
+        would = [float(h[WOULD_CHANGE]) for h in history if WOULD_CHANGE in h]
+        if would:
+            curves[name][CURVE_KEYS["darling/groups_changed"]] = []  # it changed none: its would-be share instead
+            curves[name]["would change"] = would
     return curves
+
+
+def term_activity(log_file: Path) -> dict[str, Any] | None:
+    """Whether a run's diversity term acted (``darling.rl.reward.TermEffect``, logged per step by ``rl-train``): the
+    mean share of groups whose advantages it changed, the steps at which it changed any, the mean absolute change
+    against the mean absolute advantage from quality alone. For the GRPO baseline (``applied`` False), what DARLING's
+    term would have changed in its groups. None for a log without these figures (no classifier, older darling)."""
+    history = [h for h in json.loads(log_file.read_text()) if "darling/reward" in h]
+    if not history or not any("darling/groups_changed" in h for h in history):
+        return None
+    applied = not any(WOULD_CHANGE in h for h in history)
+    shares = [float(h.get("darling/groups_changed" if applied else WOULD_CHANGE, 0.0)) for h in history]
+
+    def mean(key: str) -> float:
+        return float(np.mean([h.get(key, 0.0) for h in history]))
+
+    return {
+        "applied": applied,
+        "steps": len(history),
+        "share": float(np.mean(shares)),
+        "steps_acted": sum(1 for v in shares if v > 0),
+        "first_step_acted": next((int(h["step"]) for h, v in zip(history, shares, strict=True) if v > 0), None),
+        "advantage_change": mean("darling/advantage_change"),
+        "quality_advantage": mean("darling/quality_advantage"),
+        "all_distinct": mean("darling/groups_all_distinct"),
+    }
 
 
 def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
@@ -151,6 +184,13 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
         for name, curve in curves.items():
             if curve.get(label):
                 ax.plot(curve["step"][: len(curve[label])], curve[label], marker="o", label=name)
+            if label == CURVE_KEYS["darling/groups_changed"] and curve.get("would change"):
+                would = curve["would change"]
+                ax.plot(curve["step"][: len(would)], would, linestyle="--", marker=".", label=f"{name} (would)")
+        if label == CURVE_KEYS["darling/groups_changed"]:
+            ax.set_ylim(-0.05, 1.05)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize="small")
         ax.set_title(label)
         ax.set_xlabel("optimiser step")
     axes[0].legend()
@@ -182,6 +222,8 @@ def compare(config: CompareConfig) -> dict[str, Any]:
     if config.training:
         logs = {name: folder / "log_history.json" for name, folder in named(config.training, "--training").items()}
         result["curves"] = training_curves(logs)
+        activity = {name: term_activity(log) for name, log in logs.items()}
+        result["term"] = {name: figures for name, figures in activity.items() if figures is not None}
         plot_curves(result["curves"], output / "curves.png")
         result["figure"] = str(output / "curves.png")
     atomic_write_bytes(output / "compare.json", (json.dumps(result, indent=2) + "\n").encode())

@@ -83,6 +83,52 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int) -> list[str]:
     return [*lines, ""]
 
 
+ACTED_BELOW = 0.10  # a DARLING run whose term changed fewer of its groups cannot show DARLING's effect
+
+
+def term_lines(term: dict[str, dict[str, Any]]) -> list[str]:
+    """Whether DARLING's diversity term acted in the runs compared (``eval compare``'s ``term``), and, where it
+    changed fewer than ``ACTED_BELOW`` of its groups, the sentence that says the comparison cannot show its effect."""
+    if not term:
+        return []
+    lines = [
+        "**Did DARLING's diversity term act?** (from the training logs: the share of groups whose advantages the "
+        "term changed against quality alone, as the trainer computes advantages)",
+        "",
+    ]
+    for name, t in term.items():
+        scale = (
+            f"mean |change| {t['advantage_change']:.3f} against a mean |advantage| of {t['quality_advantage']:.3f} "
+            "from quality alone"
+        )
+        if t["applied"]:
+            lines.append(
+                f"- `{name}`: changed **{t['share']:.0%}** of its groups, at {t['steps_acted']} of {t['steps']} "
+                f"steps (first at step {t['first_step_acted']}); {scale}."
+                if t["first_step_acted"] is not None
+                else f"- `{name}`: changed **none** of its groups in {t['steps']} steps."
+            )
+        else:
+            lines.append(
+                f"- `{name}` (no diversity term): DARLING's would have changed {t['share']:.0%} of its groups."
+            )
+    for name, t in term.items():
+        if t["applied"] and t["share"] < ACTED_BELOW:
+            why = (
+                f"in {t['all_distinct']:.0%} of its groups every response was in a class of its own, so its reward "
+                "was quality alone, GRPO's"
+                if t["all_distinct"] >= (1 - t["share"]) / 2
+                else "its reward moved almost no advantage away from quality alone's"
+            )
+            lines += [
+                "",
+                f"**This comparison cannot show DARLING's effect:** `{name}`'s diversity term changed the advantages "
+                f"of only {t['share']:.0%} of its groups (fewer than {ACTED_BELOW:.0%}): {why}. A difference or "
+                "its absence below is GRPO against (nearly) itself.",
+            ]
+    return [*lines, ""]
+
+
 def math_lines(s: dict[str, Any]) -> list[str]:
     ks = sorted({key for p in s["policies"].values() for key in p}, key=lambda k: int(k.split("@")[1]))
     lines = [
@@ -116,6 +162,7 @@ def render_comparison(result: dict[str, Any]) -> str:
     if "novelty" in result:
         lines += ["## Diversity and quality (eval novelty)", ""]
         lines += novelty_lines(result["novelty"], result["quality"], result["max_words"])
+    lines += term_lines(result.get("term", {}))
     if "math" in result:
         lines += ["## Math (eval math)", "", *math_lines(result["math"])]
     if "curves" in result:

@@ -17,6 +17,7 @@ import numpy as np
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.compare import N_BOOT
+from darling.evals.compare_report import ACTED_BELOW
 from darling.evals.config import StudyConfig, named
 
 
@@ -53,6 +54,14 @@ def seed_differences(compare_json: Path, pair: str) -> dict[str, dict[str, Any]]
     return out
 
 
+def seed_term(compare_json: Path, pair: str) -> dict[str, Any] | None:
+    """What the first policy of ``pair``'s diversity term did in that seed's run (``eval compare``'s ``term``), if
+    its training log was compared."""
+    first = pair.split(" - ")[0]
+    term = json.loads(compare_json.read_text()).get("term", {}).get(first)
+    return term if term and term.get("applied") else None
+
+
 def study(config: StudyConfig) -> dict[str, Any]:
     """Each seed's difference and the pooled one, per metric: writes study.json and study.md; returns study.json."""
     config.validate()
@@ -60,6 +69,7 @@ def study(config: StudyConfig) -> dict[str, Any]:
     per_seed = {name: seed_differences(folder / "compare.json", config.pair) for name, folder in folders.items()}
     metrics = sorted(set.intersection(*(set(d) for d in per_seed.values())))
     result: dict[str, Any] = {"pair": config.pair, "seeds": list(per_seed), "bootstrap": N_BOOT, "metrics": {}}
+    result["term"] = {name: seed_term(folder / "compare.json", config.pair) for name, folder in folders.items()}
     for metric in metrics:
         seeds = {name: d[metric] for name, d in per_seed.items()}
         pooled = hierarchical_bootstrap([s["values"] for s in seeds.values()], config.seed)
@@ -93,4 +103,23 @@ def render_study(result: dict[str, Any]) -> str:
     for metric, figures in result["metrics"].items():
         cells = [_cell(figures["per_seed"][s]) for s in seeds]
         lines.append(f"| {metric} | " + " | ".join(cells) + f" | **{_cell(figures['pooled'])}** |")
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, "", *term_lines(result)])
+
+
+def term_lines(result: dict[str, Any]) -> list[str]:
+    """Per seed, the share of groups the first policy's diversity term changed; a seed below ``ACTED_BELOW`` is named:
+    its difference cannot show that term's effect."""
+    terms = result.get("term") or {}
+    known = {seed: t for seed, t in terms.items() if t}
+    if not known:
+        return []
+    first = result["pair"].split(" - ")[0]
+    shares = ", ".join(f"seed {seed}: {t['share']:.0%}" for seed, t in known.items())
+    lines = [f"Groups whose advantages `{first}`'s diversity term changed in training: {shares}."]
+    idle = [seed for seed, t in known.items() if t["share"] < ACTED_BELOW]
+    if idle:
+        lines.append(
+            f"In seed {', '.join(idle)} the term changed fewer than {ACTED_BELOW:.0%} of the groups: "
+            "that seed's difference cannot show its effect."
+        )
+    return [*lines, ""]

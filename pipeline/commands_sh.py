@@ -39,6 +39,7 @@ from darling.pipeline.stage_commands import (
     run_relative,
     serve_step,
     training_pairs_step,
+    warmup_step,
 )
 
 # Every stage in chain order; a config runs those it has (the chat track: no rollouts, pairs, labels or eval-math).
@@ -55,6 +56,21 @@ PRELUDE = [
     'fail() { echo "$1 failed; the end of $2:" >&2; tail -n 40 "$2" >&2; exit 1; }',
     "# wait_ready FILE PID NAME LOG: until FILE is written; fail if PID ends first",
     'wait_ready() { until [ -s "$1" ]; do kill -0 "$2" 2>/dev/null || fail "$3" "$4"; sleep 2; done; }',
+    "# wait_jobs N: until at most N of the side-by-side commands (their pids in PIDS) still run; a failed one ends the",
+    "# block. Each is waited for by its pid, which finds its status even after bash has reported it done: `wait -n`",
+    "# found no job when two ended together and failed a block whose commands had all succeeded.",
+    "PIDS=()",
+    "wait_jobs() {",
+    "  while :; do",
+    "    local running=\" $(jobs -rp | tr '\\n' ' ') \" left=() p",
+    '    for p in ${PIDS[@]+"${PIDS[@]}"}; do',
+    '      case $running in *" $p "*) left+=("$p") ;; *) wait "$p" || exit 1 ;; esac',
+    "    done",
+    '    PIDS=(${left[@]+"${left[@]}"})',
+    '    [ "${#PIDS[@]}" -le "$1" ] && return',
+    "    sleep 0.2",
+    "  done",
+    "}",
 ]
 
 
@@ -70,18 +86,19 @@ class StageCommands:
 
 
 def side_by_side(steps: list[Step], run: Path, jobs: int) -> list[str]:
-    """``steps`` in order, up to ``jobs`` at a time, the next starting as soon as any one ends (``wait -n``: a
-    slow command never holds a free core). Alone, a command writes to the block's output; beside others, each
-    writes to its own log (named after its step), and a failure shows that log's end and ends the block."""
+    """``steps`` in order, up to ``jobs`` at a time, the next starting as soon as any one ends (a slow command never
+    holds a free core). Alone, a command writes to the block's output; beside others, each writes to its own log
+    (named after its step), its pid goes to ``PIDS``, and a failure shows that log's end and ends the block
+    (``wait_jobs`` in the prelude)."""
     if jobs == 1 or len(steps) == 1:
-        return [s.line(run) for s in steps]
+        return [s.guarded(run) for s in steps]
     lines = []
     for k, step in enumerate(steps):
         if k >= jobs:
-            lines.append("wait -n || exit 1  # a slot frees")
+            lines.append(f"wait_jobs {jobs - 1}  # a slot frees")
         log = f'"$RUN/logs/{step.name}.log"'
-        lines.append(f"{step.line(run)} > {log} 2>&1 || fail {step.name} {log} &")
-    lines += ["wait -n || exit 1"] * min(jobs, len(steps))
+        lines.append(f"{step.guarded(run)} > {log} 2>&1 || fail {step.name} {log} & PIDS+=($!)")
+    lines.append("wait_jobs 0")
     return lines
 
 
@@ -133,13 +150,15 @@ def classifier_block(c: PipelineConfig) -> StageCommands:
 
 def rl_block(c: PipelineConfig) -> StageCommands:
     runs = [rl_step(c)] + ([rl_step(c, grpo=True)] if c.grpo_baseline else [])
-    cfg = runs[0].config
+    warmup = warmup_step(c)
+    cfg = (warmup or runs[0]).config
     where = (
         f"{cfg.policy}, TRL GRPOTrainer, {c.rl_processes} process(es) per run"
         + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
         + (", the classifier on serve-classifier replicas" if c.serve_classifier else ", the classifier in process")
         + (", the reward model on serve-reward-model replicas" if c.serve_reward_model else "")
-        + ("; DARLING, then GRPO with the same settings" if c.grpo_baseline else "")
+        + (f"; a {c.rl_warmup.get('max_steps', '')}-step GRPO warm-up, then" if c.rl_warmup else ";")
+        + (" DARLING and GRPO with the same settings" if c.grpo_baseline else " DARLING")
     )
     lines: list[str] = []
     steps = list(runs)
@@ -151,10 +170,13 @@ def rl_block(c: PipelineConfig) -> StageCommands:
     for server, ready in servers:
         lines += start_in_background(c, server, "rl", ready)
     steps[:0] = [server for server, _ in servers]
+    if warmup is not None:  # alone, before the two runs that start from its policy
+        lines += [f"# the GRPO warm-up both runs start from ({warmup.config.max_steps} steps)", warmup.guarded(c.run)]
+        steps.insert(len(servers), warmup)
     for group in [runs] if not trl_server(c) else [[r] for r in runs]:
         lines += trl_server_lines(c, group[0]) if trl_server(c) else []
         lines += side_by_side(group, c.run, c.jobs)
-        lines += ['kill "$TRL_VLLM"; wait "$TRL_VLLM" || true'] if trl_server(c) else []
+        lines += [stop_pid("TRL_VLLM", "TRL's vLLM server: it serves this run's weights only")] if trl_server(c) else []
     for server, _ in servers:
         lines.append(stop_background(server))
     return StageCommands("rl", where, lines, steps)
@@ -177,9 +199,13 @@ def start_in_background(c: PipelineConfig, server: Step, folder: str, ready: str
 
 
 def stop_background(server: Step) -> str:
-    return (
-        f'kill "${_pid_var(server)}"; wait "${_pid_var(server)}" || true  # stop its replicas: their devices are free'
-    )
+    return stop_pid(_pid_var(server), "stop its replicas: their devices are free")
+
+
+def stop_pid(var: str, why: str) -> str:
+    """Stop the background job whose pid is in ``$var`` and reap it; one that already ended is no failure (under
+    ``set -e`` a bare ``kill`` of a gone pid would fail a block whose work is done)."""
+    return f'{{ kill "${var}" 2>/dev/null || true; }}; wait "${var}" || true  # {why}'
 
 
 def trl_server(c: PipelineConfig) -> bool:

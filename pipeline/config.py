@@ -77,6 +77,7 @@ SECTIONS: dict[str, Section] = {
     "serve_reward": Section(RewardServeConfig, ("model", "ready_file", "exit_after_check")),
     "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",)),
     "rl_grpo": Section(RLTrainConfig, _RL_WIRED),  # what the GRPO baseline sets differently from [rl]
+    "rl_warmup": Section(RLTrainConfig, (*_RL_WIRED, "policy")),  # the GRPO warm-up both runs start from
     "eval_math": Section(MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads")),
     "eval_novelty": Section(NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls")),
     "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus")),
@@ -180,6 +181,10 @@ class PipelineConfig(CommandConfig):
     )
     rl: dict[str, Any] = table("rl-train settings of both RL runs (RLTrainConfig fields; preset).")
     rl_grpo: dict[str, Any] = table("rl-train settings only the GRPO baseline changes (RLTrainConfig fields).")
+    rl_warmup: dict[str, Any] = table(
+        "A GRPO warm-up both RL runs start from (rl-warmup/: [rl] plus these RLTrainConfig fields, e.g. max_steps); "
+        "empty: no warm-up, both start from [rl] policy."
+    )
     eval_math: dict[str, Any] = table("eval math settings (MathEvalConfig fields).")
     eval_novelty: dict[str, Any] = table("eval novelty settings (NoveltyConfig fields).")
     eval_creative: dict[str, Any] = table("eval creative settings (CreativeConfig fields; bench_dir, judge_model).")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from darling.evals.compare_report import math_lines, novelty_lines
+from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -21,6 +21,15 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
+def term_cell(step: dict[str, Any]) -> str:
+    """The share of the step's groups the diversity term changed; for the GRPO baseline the share DARLING's would
+    have changed, in parentheses."""
+    if "darling/groups_would_change" in step:
+        return f"({_pct(step['darling/groups_would_change'])}%)"
+    share = step.get("darling/groups_changed")
+    return "–" if share is None else f"{_pct(share)}%"
+
+
 def rl_run_section(s: dict[str, Any], folder: str) -> list[str]:
     quality = s.get("quality", "math")
     launch = f" Launched as `{s['launcher']} ...`." if s.get("launcher") else ""
@@ -31,15 +40,16 @@ def rl_run_section(s: dict[str, Any], folder: str) -> list[str]:
         f"{s['num_generations']} completions per prompt, ≤ {s['max_completion_length']} tokens, "
         f"lr {s['learning_rate']}, temperature {s['temperature']}, seed {s.get('seed', 0)}.{launch}",
         "",
-        "| step | reward | quality | diversity | distinct / group | distinct answers | groups without signal "
-        "| classifier pairs (saved) | loss |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| step | reward | quality | diversity | distinct / group | distinct answers | groups changed by the term "
+        "| groups without signal | classifier pairs (saved) | loss |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for st in s["steps"]:
         lines.append(
             f"| {st['step']} | {fmt(st.get('reward'))} | {fmt(st.get('darling/quality'))} | "
             f"{fmt(st.get('darling/diversity'))} | {fmt(st.get('darling/distinct_per_group'), 2)} | "
-            f"{fmt(st.get('darling/distinct_answers'), 2)} | {fmt(st.get('darling/groups_without_signal'), 0)} | "
+            f"{fmt(st.get('darling/distinct_answers'), 2)} | {term_cell(st)} | "
+            f"{fmt(st.get('darling/groups_without_signal'), 0)} | "
             f"{fmt(st.get('darling/classifier_pairs'), 0)} ({fmt(st.get('darling/classifier_pairs_saved'), 0)}) "
             f"| {fmt(st.get('loss'), 4)} |"
         )
@@ -47,7 +57,7 @@ def rl_run_section(s: dict[str, Any], folder: str) -> list[str]:
     lines += [
         "",
         f"- steps with a non-zero reward: {s['steps_with_nonzero_reward']} of {len(s['steps'])}",
-        f"- largest weight change vs the base policy: {'n/a' if change is None else f'{change:.2e}'}",
+        f"- largest weight change vs the policy it started from: {'n/a' if change is None else f'{change:.2e}'}",
         f"- checkpoints left: {', '.join(s['checkpoints_left']) or 'none (deleted once final was saved)'}",
     ]
     if s["steps_with_nonzero_reward"] == 0:
@@ -68,7 +78,7 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     how = "side by side (one process each)" if s.get("side_by_side") else "one after the other"
     served = "served by `serve-classifier` replicas" if s.get("served_classifier") else "in each training process"
     lines = [f"TRL GRPOTrainer; the runs trained {how}, the classifier {served}.", ""]
-    for key, folder in (("darling", "rl"), ("grpo", "rl-grpo")):
+    for key, folder in (("warmup", "rl-warmup"), ("darling", "rl"), ("grpo", "rl-grpo")):
         if key in s["runs"]:
             lines += rl_run_section(s["runs"][key], folder)
     return lines
@@ -125,7 +135,7 @@ def policy_note(records: dict[str, dict[str, Any]]) -> list[str]:
             "difference is sampling noise only.**",
             "",
         ]
-    return [f"The RL policy differs from the base by at most {change:.2e} per weight (section 5).", ""]
+    return [f"The DARLING policy differs from the policy it started from by at most {change:.2e} per weight (section 5).", ""]
 
 
 def _prompts_link(prompts: str) -> str:
@@ -149,6 +159,7 @@ def compare_section(s: dict[str, Any]) -> list[str]:
             "",
             *novelty_lines(s["novelty"], s["quality"], s["max_words"]),
         ]
+    lines += term_lines(s.get("term", {}))
     if "math" in s:
         lines += ["**Math** (eval math's samples):", "", *math_lines(s["math"])]
     if "curves" in s:

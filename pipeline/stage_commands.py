@@ -48,6 +48,11 @@ class Step:
     launcher: list[str] = field(default_factory=list)  # words before `darling` (env, torchrun, accelerate launch)
     explicit: tuple[str, ...] = ()  # settings the stage's table names: on the line even where they equal the default
     positional: tuple[str, ...] = ()  # arguments after the command words (import-classifier SOURCE)
+    done_if: str | None = None  # a file whose presence means the command already finished: it is then skipped
+
+    def guarded(self, run: Path) -> str:
+        """``line``, skipped when ``done_if`` exists: rerunning a block never redoes a finished run."""
+        return (f'[ -f "{self.done_if}" ] || ' if self.done_if else "") + self.line(run)
 
     def argv(self, run: Path) -> list[str]:
         """The command line after ``darling``, paths under ``run`` written as ``$RUN/...``."""
@@ -262,24 +267,42 @@ def rl_resume(folder: str) -> str:
     return f'$( ls -d "$RUN"/{folder}/checkpoint-* >/dev/null 2>&1 && echo --resume )'
 
 
+WARMUP = "rl-warmup"  # the GRPO warm-up both RL runs branch from (with an [rl_warmup] table)
+
+
+def warmup_step(c: PipelineConfig) -> Step | None:
+    """The GRPO warm-up (``rl-warmup/``): ``[rl]`` plus ``[rl_warmup]``, quality only, alone on the stage's cores;
+    None without an ``[rl_warmup]`` table. Both RL runs then start from its policy, so that DARLING's term meets
+    groups with repeated answers from its first step (a base policy's long answers rarely repeat)."""
+    if not c.rl_warmup:
+        return None
+    threads = c.threads * c.jobs if c.threads else None  # alone in the block: the cores the runs would share
+    return _rl_run(c, WARMUP, diversity=False, own=table_values(c, "rl_warmup"), threads=threads)
+
+
 def rl_step(c: PipelineConfig, grpo: bool = False) -> Step:
     """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
-    only, plus what ``[rl_grpo]`` changes; the classifier then only measures distinct per group for the logs."""
-    folder = "rl-grpo" if grpo else "rl"
+    only, plus what ``[rl_grpo]`` changes; the classifier then only measures distinct per group for the logs. With a
+    warm-up, both start from its policy."""
+    own = table_values(c, "rl_grpo") if grpo else {}
+    start = {"policy": str(c.run / WARMUP / "final")} if c.rl_warmup else {}
+    return _rl_run(c, "rl-grpo" if grpo else "rl", diversity=not grpo, own={**own, **start}, threads=c.threads)
+
+
+def _rl_run(c: PipelineConfig, folder: str, diversity: bool, own: dict[str, Any], threads: int | None) -> Step:
     preset = c.rl.get("preset")
     wired: dict[str, Any] = {
         "output": c.run / folder,
         "classifier": c.run / "classifier",
         "seed": c.seed,
-        "diversity": not grpo,
+        "diversity": diversity,
         "prune_checkpoints": not c.keep_checkpoints,
-        **threads(c, RLTrainConfig),
+        "threads": threads,
     }
     if c.serve_classifier:
         wired["classifier_urls"] = classifier_urls(c)
     if c.serve_reward_model:
         wired["reward_model_urls"] = reward_urls(c)
-    own = table_values(c, "rl_grpo") if grpo else {}
     config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
     if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
         raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
@@ -288,8 +311,12 @@ def rl_step(c: PipelineConfig, grpo: bool = False) -> Step:
         env = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
         accelerate = ["accelerate", "launch", "--config_file", str(input_path(c, "accelerate.yaml"))]
         launcher = [*env, *accelerate, "--num_processes", str(c.rl_processes)]
-    explicit = shown(c, wired, "rl", *(["rl_grpo"] if grpo else []))
-    return Step(folder, ("rl-train",), config, {}, preset, {"resume": rl_resume(folder)}, launcher, explicit)
+    tables = ["rl", *(["rl_grpo"] if folder == "rl-grpo" else []), *(["rl_warmup"] if folder == WARMUP else [])]
+    explicit = shown(c, wired, *tables)
+    done = run_relative(c.run / folder / "log_history.json", c.run)  # written once its final policy is saved
+    return Step(
+        folder, ("rl-train",), config, {}, preset, {"resume": rl_resume(folder)}, launcher, explicit, done_if=done
+    )
 
 
 def eval_models(c: PipelineConfig) -> dict[str, str]:

@@ -14,6 +14,7 @@ from darling.datagen.rollouts import read_rollouts
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.stage_commands import (
     EVAL_NAME,
+    Step,
     classifier_step,
     datagen_step,
     eval_creative_step,
@@ -24,6 +25,7 @@ from darling.pipeline.stage_commands import (
     pairs_step,
     rl_step,
     training_pairs_step,
+    warmup_step,
 )
 
 STEP_KEYS = (
@@ -33,6 +35,9 @@ STEP_KEYS = (
     "darling/distinct_per_group",
     "darling/distinct_answers",
     "darling/groups_without_signal",
+    "darling/groups_changed",
+    "darling/groups_would_change",
+    "darling/advantage_change",
     "darling/classifier_pairs",
     "darling/classifier_pairs_saved",
     "loss",
@@ -148,17 +153,15 @@ def max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
     return worst
 
 
-def rl_run(c: PipelineConfig, grpo: bool) -> dict[str, Any]:
+def rl_run(step: Step, reward: str) -> dict[str, Any]:
     """One RL run's settings and per-step metrics (from ``OUTPUT/log_history.json``)."""
-
-    step = rl_step(c, grpo=grpo)
     config = step.config
     out = Path(config.output)
     history = _json(out / "log_history.json")
     steps = [{"step": h["step"], **{k: h[k] for k in STEP_KEYS if k in h}} for h in history if "darling/reward" in h]
     local = Path(resolve_model(config.policy))
     return {
-        "reward": "quality only (GRPO baseline)" if grpo else f"quality x diversity ({config.combine})",
+        "reward": reward,
         "policy": config.policy,
         "problems": config.problems,
         "quality": config.quality if not config.reward_model else f"reward model {config.reward_model}",
@@ -181,9 +184,12 @@ def rl_run(c: PipelineConfig, grpo: bool) -> dict[str, Any]:
 
 
 def rl(c: PipelineConfig) -> dict[str, Any]:
-    runs = {"darling": rl_run(c, grpo=False)}
+    warmup = warmup_step(c)
+    runs = {} if warmup is None else {"warmup": rl_run(warmup, "quality only (the GRPO warm-up both runs start from)")}
+    darling = rl_step(c)
+    runs["darling"] = rl_run(darling, f"quality x diversity ({darling.config.combine})")
     if c.grpo_baseline:
-        runs["grpo"] = rl_run(c, grpo=True)
+        runs["grpo"] = rl_run(rl_step(c, grpo=True), "quality only (GRPO baseline)")
     return {"runs": runs, "side_by_side": c.jobs > 1 and c.grpo_baseline, "served_classifier": c.serve_classifier}
 
 

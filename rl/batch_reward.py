@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from darling.classifier.partition import PartitionStats, Scorer, partition_texts
 from darling.core.math_grading import extract_final_answer, is_correct
-from darling.rl.reward import DarlingConfig, combine, group_advantages, group_diversity
+from darling.rl.reward import (
+    DarlingConfig,
+    TermEffect,
+    batch_advantages,
+    combine,
+    group_diversity,
+    term_effect,
+)
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,11 @@ class BatchReward:
     classes: list[list[int]]  # class label per included response (all responses unless correct_only)
     stats: PartitionStats
     seconds: float
-    advantages: list[list[float]] = field(default_factory=list)
+    advantages: list[list[float]] = field(default_factory=list)  # as the trainer computes them (its scale_rewards)
+    # The diversity term's effect on the advantages, against quality alone: the term the reward applied, or, for the
+    # GRPO baseline with a classifier, the one DARLING would have applied (``term_applied`` False). None: no partition.
+    effect: TermEffect | None = None
+    term_applied: bool = True
 
     @property
     def distinct(self) -> list[int]:
@@ -48,8 +59,13 @@ def darling_rewards(
     quality: Sequence[Sequence[float]],
     scorer: Scorer | None,
     config: DarlingConfig | None = None,
+    scale: str = "none",
+    term: DarlingConfig | None = None,
 ) -> BatchReward:
-    """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores."""
+    """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores. ``scale``: the
+    trainer's advantage scaling (``scale_rewards``), for the advantages and the term's effect. ``term``: for a
+    reward that applies no diversity (``combine="quality"``, the GRPO baseline), the DARLING reward whose effect is
+    measured (default ``multiply``)."""
     config = config or DarlingConfig()
     if len(groups) != len(quality) or any(len(g) != len(q) for g, q in zip(groups, quality, strict=True)):
         raise ValueError("groups and quality must have the same shape")
@@ -65,6 +81,15 @@ def darling_rewards(
         classes, stats = partition_texts(kept, scorer)
     div = [group_diversity(c, inc, config) for c, inc in zip(classes, included, strict=True)]
     rewards = [combine(q, d, config) for q, d in zip(quality, div, strict=True)]
+    applied = config.combine != "quality"
+    effect = None
+    if applied or scorer is not None:
+        measured = (
+            rewards
+            if applied
+            else [combine(q, d, term or replace(config, combine="multiply")) for q, d in zip(quality, div, strict=True)]
+        )
+        effect = term_effect(quality, measured, classes, scale)
     return BatchReward(
         rewards=rewards,
         quality=[[float(x) for x in q] for q in quality],
@@ -72,7 +97,9 @@ def darling_rewards(
         classes=classes,
         stats=stats,
         seconds=time.perf_counter() - start,
-        advantages=[group_advantages(r) for r in rewards],
+        advantages=batch_advantages(rewards, scale),
+        effect=effect,
+        term_applied=applied,
     )
 
 

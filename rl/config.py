@@ -11,7 +11,7 @@ after the command's own; a key the command already has a field for is refused, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -230,8 +230,11 @@ class RLTrainConfig(CommandConfig):
 
     def darling(self) -> DarlingConfig:
         """The reward's settings (Eq. 4-5); the GRPO baseline combines nothing: quality only."""
-        combine = self.combine if self.diversity else "quality"
-        return DarlingConfig(combine=combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
+        return replace(self.darling_term(), combine=self.combine if self.diversity else "quality")
+
+    def darling_term(self) -> DarlingConfig:
+        """The DARLING reward these settings describe, applied or not (the GRPO baseline measures what it would do)."""
+        return DarlingConfig(combine=self.combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
 
 
 def build_config(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 COMBINES = ("multiply", "add", "quality")
 NORMS = ("identity", "minmax")
@@ -86,3 +87,69 @@ def group_advantages(rewards: Sequence[float]) -> list[float]:
         return []
     mean = sum(rewards) / len(rewards)
     return [r - mean for r in rewards]
+
+
+SCALES = ("none", "group", "batch")
+
+
+def _std(values: Sequence[float]) -> float:
+    """Unbiased std (TRL's ``nanstd``); 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+def batch_advantages(rewards: Sequence[Sequence[float]], scale: str = "none") -> list[list[float]]:
+    """The advantages TRL's GRPOTrainer gives a batch of groups (``scale_rewards``): r - the group's mean (none,
+    Eq. 6), divided by the group's std + 1e-4 (group) or the batch's (batch), as in its
+    ``_generate_and_score_completions``. In a multi-process run TRL's batch std spans every process: here, this
+    batch's."""
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    batch_std = _std([r for group in rewards for r in group])
+    out = []
+    for group in rewards:
+        centred = group_advantages(group)
+        std = {"none": None, "group": _std(group), "batch": batch_std}[scale]
+        out.append(centred if std is None else [a / (std + 1e-4) for a in centred])
+    return out
+
+
+@dataclass(frozen=True)
+class TermEffect:
+    """What the diversity term did to a batch's advantages, against quality alone (the GRPO baseline's rewards),
+    both as the trainer computes advantages. A group is *changed* when any of its advantages moved by more than
+    ``CHANGED``: a group whose responses are all in different classes has diversity 1 everywhere, so under
+    ``multiply`` its rewards are its qualities and the term does nothing there."""
+
+    groups: int
+    changed: int  # groups whose advantages the term changed
+    all_distinct: int  # groups whose responses fell into as many classes as there are responses
+    mean_abs_change: float  # mean |A(quality x diversity) - A(quality)| over every response
+    mean_abs_quality_advantage: float  # mean |A(quality)|: the scale the change is to be read against
+
+    CHANGED: ClassVar[float] = 1e-6
+
+    @property
+    def share_changed(self) -> float:
+        return self.changed / self.groups if self.groups else 0.0
+
+
+def term_effect(
+    quality: Sequence[Sequence[float]],
+    rewards: Sequence[Sequence[float]],
+    classes: Sequence[Sequence[int]],
+    scale: str = "none",
+) -> TermEffect:
+    """The diversity term's effect on a batch: ``rewards`` (with the term) against ``quality`` (without)."""
+    with_term, without = batch_advantages(rewards, scale), batch_advantages(quality, scale)
+    changes = [[abs(a - b) for a, b in zip(x, y, strict=True)] for x, y in zip(with_term, without, strict=True)]
+    responses = sum(len(g) for g in changes) or 1
+    return TermEffect(
+        groups=len(changes),
+        changed=sum(1 for g in changes if max(g, default=0.0) > TermEffect.CHANGED),
+        all_distinct=sum(1 for c, q in zip(classes, quality, strict=True) if len(set(c)) == len(q)),
+        mean_abs_change=sum(sum(g) for g in changes) / responses,
+        mean_abs_quality_advantage=sum(abs(a) for g in without for a in g) / responses,
+    )

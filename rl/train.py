@@ -185,7 +185,12 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     args = grpo_args(config)  # a bad grpo.* key is refused before any model loads
     dataset = dataset if dataset is not None else build_dataset(config)
     reward = DarlingRewardFunction(
-        config.num_generations, build_scorer(config), config.darling(), build_quality(config)
+        config.num_generations,
+        build_scorer(config),
+        config.darling(),
+        build_quality(config),
+        scale=config.scale_rewards,
+        term=config.darling_term(),
     )
     trainer = GRPOTrainer(
         model=resolve_model(config.policy),

@@ -77,11 +77,15 @@ class DarlingRewardFunction:
         scorer: Scorer | None,
         config: DarlingConfig | None = None,
         quality: QualityFn = answer_quality,
+        scale: str = "none",
+        term: DarlingConfig | None = None,
     ):
         self.num_generations = num_generations
         self.scorer = scorer
         self.config = config or DarlingConfig()
         self.quality = quality
+        self.scale = scale  # the trainer's scale_rewards: the term's effect is measured on its advantages
+        self.term = term  # the GRPO baseline: the DARLING reward whose would-be effect is logged
         self.__name__ = "darling" if self.config.combine != "quality" else "quality"  # TRL logs rewards/<name>
         self.last: BatchReward | None = None  # the last BatchReward, for tests and callbacks
 
@@ -103,11 +107,11 @@ class DarlingRewardFunction:
         groups = self.groups(prompts, texts)
         quality = self.quality([prompt_text(p) for p in prompts], texts, kwargs)
         n = self.num_generations
-        result = darling_rewards(
-            groups, [quality[k : k + n] for k in range(0, len(quality), n)], self.scorer, self.config
-        )
+        per_group = [quality[k : k + n] for k in range(0, len(quality), n)]
+        result = darling_rewards(groups, per_group, self.scorer, self.config, self.scale, self.term)
         self.last = result
         if log_metric is not None:
+            log_effect(log_metric, result)
             flat = lambda rows: [x for row in rows for x in row]  # noqa: E731
             log_metric("darling/quality", sum(quality) / len(quality))
             log_metric("darling/diversity", _mean(flat(result.diversity)))
@@ -120,6 +124,21 @@ class DarlingRewardFunction:
             log_metric("darling/classifier_texts_embedded", float(result.stats.texts_embedded))
             log_metric("darling/reward_seconds", time.perf_counter() - start)
         return [r for row in result.rewards for r in row]
+
+
+def log_effect(log_metric: Callable[[str, float], None], result: BatchReward) -> None:
+    """Whether the diversity term acted (``darling.rl.reward.TermEffect``): the share of this batch's groups whose
+    advantages it changed against quality alone, the mean absolute change, and the scale to read it against. The
+    GRPO baseline changes none; with a classifier it logs the share DARLING's term would have changed."""
+    effect = result.effect
+    if effect is None:
+        return
+    log_metric("darling/groups_changed", effect.share_changed if result.term_applied else 0.0)
+    if not result.term_applied:
+        log_metric("darling/groups_would_change", effect.share_changed)
+    log_metric("darling/advantage_change", effect.mean_abs_change if result.term_applied else 0.0)
+    log_metric("darling/quality_advantage", effect.mean_abs_quality_advantage)
+    log_metric("darling/groups_all_distinct", effect.all_distinct / effect.groups if effect.groups else 0.0)
 
 
 def _mean(values: Sequence[float]) -> float:

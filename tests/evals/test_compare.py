@@ -5,7 +5,7 @@ the command through its command line."""
 import json
 
 import pytest
-from helpers import darling, write_scores
+from helpers import darling, write_log, write_scores
 
 from darling.evals.compare import compare_math, compare_novelty, paired_difference
 from darling.evals.compare_report import novelty_lines
@@ -113,3 +113,29 @@ def test_the_command_writes_compare_json_and_the_report(tmp_path):
         tmp_path / "o2",
     )
     assert missing.returncode == 2 and "is not a folder" in missing.stderr and not (tmp_path / "o2").exists()
+
+
+@pytest.mark.parametrize(("shares", "cannot_show"), [([0.0, 0.0, 0.0, 0.25], True), ([0.0, 0.5, 0.5, 1.0], False)])
+def test_the_report_says_whether_darlings_term_acted(tmp_path, shares, cannot_show):
+    """Beside the outcome, the share of DARLING's groups its term changed (and the share it would have changed in
+    GRPO's); below 10% one sentence says the comparison cannot show DARLING's effect, and why."""
+    groups = {f"p{i}": [("Paris", 0), ("Rome", 1)] for i in range(3)}
+    write_scores(tmp_path / "x", groups)
+    write_scores(tmp_path / "y", groups)
+    write_log(tmp_path / "rl-x", shares)
+    write_log(tmp_path / "rl-y", [0.5, 0.5, 0.75, 0.75], would=True)
+    out = tmp_path / "cmp"
+    argv = ["--novelty", f"x={tmp_path / 'x'}", "--novelty", f"y={tmp_path / 'y'}"]
+    argv += ["--training", f"x={tmp_path / 'rl-x'}", "--training", f"y={tmp_path / 'rl-y'}"]
+    result = darling("eval", "compare", *argv, "-o", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    term = json.loads((out / "compare.json").read_text())["term"]
+    share = sum(shares) / 4
+    assert term["x"]["applied"] and term["x"]["share"] == pytest.approx(share)
+    assert term["x"]["steps_acted"] == sum(s > 0 for s in shares) and not term["y"]["applied"]
+    report = (out / "report.md").read_text()
+    assert f"`x`: changed **{share:.0%}** of its groups" in report
+    assert "`y` (no diversity term): DARLING's would have changed 62% of its groups" in report
+    assert ("This comparison cannot show DARLING's effect" in report) == cannot_show
+    if cannot_show:
+        assert "every response was in a class of its own" in report

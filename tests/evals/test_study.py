@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import assert_one_line_error, darling, darling_in_process, write_scores
+from helpers import assert_one_line_error, darling, darling_in_process, write_log, write_scores
 
 from darling.core.errors import UserInputError
 from darling.evals.compare import paired_difference
@@ -35,7 +35,9 @@ def test_eval_study_pools_the_compare_folders_of_each_seed(tmp_path):
         write_scores(tmp_path / f"s{seed}" / "grpo", grpo_groups)
         out = tmp_path / f"s{seed}" / "compare"
         novelty = [f"darling-rl={tmp_path / f's{seed}' / 'darling'}", f"grpo-rl={tmp_path / f's{seed}' / 'grpo'}"]
-        darling("eval", "compare", "--novelty", novelty[0], "--novelty", novelty[1], "-o", out, check=True)
+        log = write_log(tmp_path / f"s{seed}" / "rl", [0.5, 0.5] if seed < 3 else [0.0, 0.1])  # seed 3: 5%
+        training = ["--training", f"darling-rl={log}"]
+        darling("eval", "compare", "--novelty", novelty[0], "--novelty", novelty[1], *training, "-o", out, check=True)
         folders.append(f"{seed}={out}")
     args = ["eval", "study", *[w for f in folders for w in ("--compare", f)], "-o", tmp_path / "study"]
     result = darling(*args, check=True)
@@ -45,7 +47,10 @@ def test_eval_study_pools_the_compare_folders_of_each_seed(tmp_path):
     assert [distinct["per_seed"][s]["mean"] for s in ("1", "2", "3")] == [2.5, 1.5, 0.5]
     lo, hi = distinct["pooled"]["interval"]
     assert lo < 1.5 < hi and hi - lo > 1.0  # the seeds differ by 1 each: the pooled interval says so
-    assert "| novelty/distinct |" in (tmp_path / "study" / "study.md").read_text()
+    report = (tmp_path / "study" / "study.md").read_text()
+    assert "| novelty/distinct |" in report
+    assert "`darling-rl`'s diversity term changed in training: seed 1: 50%, seed 2: 50%, seed 3: 5%." in report
+    assert "In seed 3 the term changed fewer than 10% of the groups" in report
     one = darling_in_process("eval", "study", "--compare", folders[0], "-o", tmp_path / "one")
     assert_one_line_error(one, "at least two seeds")
     wrong = darling_in_process(*args[:-2], "--pair", "x - y", "-o", tmp_path / "wrong")

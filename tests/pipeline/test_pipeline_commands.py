@@ -7,6 +7,7 @@ import re
 import shlex
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def darling_commands(script: str, run: Path) -> list[tuple[list[str], list[str]]
     commands = []
     for line in script.replace("$RUN", str(run)).splitlines():
         line = re.sub(r"\$\( .* \)", "", line)  # the --resume test
-        line = re.sub(r' > "?[^ ]+"? 2>&1( \|\| fail .*)? &$', "", line).rstrip(" &")  # a background job's log
+        line = re.sub(r' > "?[^ ]+"? 2>&1( \|\| fail .*)? &( PIDS\+=\(\$!\))?$', "", line).rstrip(" &")  # its log
+        line = re.sub(r'^\[ -f "[^"]+" \] \|\| ', "", line)  # skipped once done
         if line.startswith("#") or "darling" not in line or line.startswith(("fail", "wait", "kill")):
             continue
         words = shlex.split(line, comments=True)
@@ -245,35 +247,101 @@ def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path
     assert json.loads((config.run / "manifest.json").read_text())["status"] == "done"
 
 
+class StandIn:
+    """A step whose command is shell text: the block's real scheduling lines around a stand-in command."""
+
+    def __init__(self, name: str, shell: str):
+        self.name, self.shell = name, shell
+
+    def line(self, run: Path) -> str:
+        return f"( {self.shell} )"
+
+
+def ends_soon(pid_file: Path, timeout: float = 10) -> bool:
+    """The process whose pid ``pid_file`` holds is gone (or a zombie) within ``timeout`` s: a stopped process takes a
+    moment to go, and waiting for that proves it went (a fixed sleep would only hope so)."""
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def run_side_by_side(tmp_path: Path, *steps: StandIn, **popen) -> subprocess.Popen:
+    from darling.pipeline.commands_sh import PRELUDE, side_by_side
+
+    script = "\n".join([*PRELUDE, *side_by_side(list(steps), tmp_path, jobs=2)])
+    env = {"RUN": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    return subprocess.Popen(["bash", "-c", script], env=env, text=True, **popen)
+
+
 def test_side_by_side_starts_the_next_command_when_any_ends_and_a_failure_ends_the_block(tmp_path):
     """jobs = 2 over three commands: the third starts when the quicker of the first two ends, not when both have
     (a slow base model's eval no longer holds a free core); a failing command ends the block with its log's end
-    and stops the others. Shell stand-ins for the commands, the real prelude and scheduling lines."""
-    from darling.pipeline.commands_sh import PRELUDE, side_by_side
-
-    class StandIn:
-        def __init__(self, name: str, shell: str):
-            self.name, self.shell = name, shell
-
-        def line(self, run: Path) -> str:
-            return f"( {self.shell} )"
-
-    def block(*steps: StandIn) -> subprocess.CompletedProcess:
-        script = "\n".join([*PRELUDE, *side_by_side(list(steps), tmp_path, jobs=2)])
-        env = {"RUN": str(tmp_path), "PATH": "/usr/bin:/bin"}
-        return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
-
+    and stops the others, at once. Shell stand-ins for the commands, the real prelude and scheduling lines."""
     order = tmp_path / "order"
     slow, quick, third = (StandIn(n, f"sleep {t}; echo {n} >> {order}") for n, t in [("a", 3), ("b", 0.3), ("c", 0)])
-    assert block(slow, quick, third).returncode == 0
+    block = run_side_by_side(tmp_path, slow, quick, third)
+    assert block.wait(timeout=60) == 0
     assert order.read_text().split() == ["b", "c", "a"]
 
     order.unlink()
-    broken = StandIn("b", "echo the-reason; exit 7")
-    done = block(slow, broken, third)
-    assert done.returncode == 1 and "b failed; the end of" in done.stderr and "the-reason" in done.stderr
-    time.sleep(3.5)  # long enough for the slow one to have written, had it not been stopped
-    assert not order.exists()  # neither the slow one (stopped) nor the third (never started) wrote
+    pid_file = tmp_path / "slow.pid"
+    slow = StandIn("a", f"sh -c 'echo $$ > {pid_file}; exec sleep 30'")
+    broken = StandIn("b", f"until [ -s {pid_file} ]; do sleep 0.05; done; echo the-reason; exit 7")
+    start = time.monotonic()
+    block = run_side_by_side(tmp_path, slow, broken, third, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, stderr = block.communicate(timeout=60)
+    assert block.returncode == 1 and "b failed; the end of" in stderr and "the-reason" in stderr
+    assert time.monotonic() - start < 10  # not after the slow one's 30 s
+    assert ends_soon(pid_file)  # the slow one was stopped with the block (else it would sleep for 30 s)
+    assert not order.exists()  # the third never started
+
+
+def test_ctrl_c_stops_a_block_and_every_command_it_started(tmp_path):
+    """SIGINT to the block (Ctrl-C reaches the runner's bash) while side-by-side commands run: the block exits 130
+    and no command outlives it."""
+    import signal
+
+    pids = [tmp_path / f"{n}.pid" for n in "ab"]
+    steps = [StandIn(n, f"sh -c 'echo $$ > {p}; exec sleep 30'") for n, p in zip("ab", pids, strict=True)]
+    block = run_side_by_side(tmp_path, *steps)
+    deadline = time.monotonic() + 30
+    while not all(p.exists() and p.read_text().strip() for p in pids):
+        assert time.monotonic() < deadline and block.poll() is None
+        time.sleep(0.05)
+    block.send_signal(signal.SIGINT)
+    assert block.wait(timeout=10) == 130
+    assert all(ends_soon(p) for p in pids)
+
+
+def test_side_by_side_commands_that_end_together_never_fail_their_block(tmp_path):
+    """The cpu chain's own rl and eval-novelty blocks, as the runner runs them (``run_block``: bash -c, output to a
+    pipe), each darling command swapped for a `sleep` that ends within a millisecond of its siblings'. Every run must
+    succeed: with `wait -n` a quarter of them failed (exit 127 -> 1) though every command had ended well."""
+    from darling.pipeline.runner import StageFailed, run_block
+
+    config = build_config("cpu", tmp_path / "run")
+    stages = {s.name: s for s in stage_commands(config)}
+    failures = []
+    for name, runs in [("rl", 30), ("eval-novelty", 10)]:
+        stage = stages[name]
+        lines = list(stage.lines)
+        for k, step in enumerate(stage.steps):
+            lines = [line.replace(step.line(config.run), f"sleep 0.{100 + k % 2}") for line in lines]
+        assert sum("sleep 0.1" in line for line in lines) == len(stage.steps), lines
+        stand_in = replace(stage, lines=lines)
+        for attempt in range(runs):
+            try:
+                run_block(config, stand_in, attempt, lambda line: None)
+            except StageFailed as exc:
+                failures.append(f"{name}: {exc}")
+    assert not failures, f"{len(failures)} false failures: {failures[0]}"
 
 
 # -- slow: the whole cpu chain, every stage through its commands ----------------------------------------------------

@@ -196,3 +196,41 @@ def test_reward_model_quality_scores_prompt_and_completion(tmp_path, minilm_path
     raw = RewardModel(str(rm_dir)).scores(["Tell me a joke."] * 2 + ["A poem?"] * 2, completions)
     assert got == pytest.approx(sigmoid_quality(raw), abs=1e-6)
     assert len(set(round(x, 6) for x in got)) == 4 and all(0 < x < 1 for x in got)
+
+
+def test_term_effect_counts_the_groups_whose_advantages_diversity_changed():
+    """A group whose answers all differ gets quality x 1: the term changes nothing there. A group with a repeated
+    answer: the repeats lose reward and the rarer answers gain advantage. The GRPO baseline (combine = quality)
+    applies no term, and with a classifier reports what DARLING's would have changed."""
+    same = equivalence_of({("apple", "apple!"): True})
+    groups = [["apple", "apple!", "pear", "plum"], ["fig", "kiwi", "lime", "date"]]
+    quality = [[1.0, 1.0, 1.0, 1.0], [1.0, 0.5, 1.0, 0.5]]
+    result = darling_rewards(groups, quality, same)
+    effect = result.effect
+    assert (effect.groups, effect.changed, effect.all_distinct, effect.share_changed) == (2, 1, 1, 0.5)
+    # group 0: rewards 2/3, 2/3, 1, 1 (mean 5/6) against quality's 0 advantages: |change| 1/6 for each answer.
+    assert effect.mean_abs_change == pytest.approx((4 * 1 / 6 + 0) / 8)
+    assert effect.mean_abs_quality_advantage == pytest.approx((0 + 4 * 0.25) / 8)
+    assert result.advantages[0] == pytest.approx([-1 / 6, -1 / 6, 1 / 6, 1 / 6]) and result.term_applied
+
+    baseline = darling_rewards(groups, quality, same, DarlingConfig(combine="quality"))
+    assert baseline.rewards == quality and not baseline.term_applied
+    assert baseline.effect == effect  # what DARLING's term would have done to the same groups
+    assert darling_rewards(groups, quality, None, DarlingConfig(combine="quality")).effect is None
+
+
+def test_batch_advantages_scale_as_trl_does():
+    from darling.rl.reward import batch_advantages
+
+    rewards = [[1.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 2.0]]
+    assert batch_advantages(rewards) == [[0.75, -0.25, -0.25, -0.25], [0.0] * 4]
+    group_std = 0.5  # unbiased std of (1, 0, 0, 0)
+    expected = [a / (group_std + 1e-4) for a in (0.75, -0.25, -0.25, -0.25)]
+    assert batch_advantages(rewards, "group")[0] == pytest.approx(expected)
+    assert batch_advantages(rewards, "group")[1] == [0.0] * 4
+    flat = [1.0, 0, 0, 0, 2, 2, 2, 2]
+    mean = sum(flat) / 8
+    batch_std = (sum((x - mean) ** 2 for x in flat) / 7) ** 0.5
+    assert batch_advantages(rewards, "batch")[0][0] == pytest.approx(0.75 / (batch_std + 1e-4))
+    with pytest.raises(ValueError, match="scale must be one of"):
+        batch_advantages(rewards, "std")

@@ -305,3 +305,23 @@ def write_scores(folder, groups):
     folder.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
     return folder
+
+
+def write_log(folder, shares: list[float], would: bool = False):
+    """An rl-train log_history.json with the term's per-step figures (DARLING's own, or GRPO's would-be share)."""
+    key = "darling/groups_would_change" if would else "darling/groups_changed"
+    history = [
+        {
+            "step": step,
+            "darling/reward": 0.3,
+            "darling/groups_changed": 0.0 if would else share,
+            key: share,
+            "darling/advantage_change": 0.0 if would else 0.02 * share,
+            "darling/quality_advantage": 0.1,
+            "darling/groups_all_distinct": 1 - share,
+        }
+        for step, share in enumerate(shares, 1)
+    ]
+    folder.mkdir(parents=True)
+    (folder / "log_history.json").write_text(json.dumps(history))
+    return folder

@@ -1,0 +1,241 @@
+"""DARLING against GRPO on 2 CPU cores: which settings make DARLING's diversity term act, and what it does then.
+
+A *lever* is a set of ``rl-train`` settings (``KEY=VALUE``) for two runs that differ only in their reward: DARLING
+(quality x diversity) and GRPO (``--no-diversity``), side by side, from one shared start policy (the base policy, or a
+GRPO warm-up of ``--warmup-steps`` steps, warmed once per seed and reused by every lever). Per lever and seed it
+measures, with the commands a user runs (``darling rl-train``, ``eval novelty``, ``eval compare``, ``eval study``):
+
+- **acted**: the share of DARLING's groups whose advantages its diversity term changed (its training log,
+  ``darling/groups_changed``), over all steps and over the first four;
+- **distinct answers** (exact) and **distinct** (eval partition) per prompt, and **quality**, of the start policy,
+  DARLING and GRPO on the training prompts (what the reward targets) and on the held-out prompts, DARLING minus GRPO
+  paired over prompts with a bootstrap interval, and pooled over seeds (hierarchical bootstrap) by ``eval study``;
+- **wall time** of the two RL runs.
+
+Every command resumes, so a rerun continues where a killed one stopped. Writes ``OUT/results.jsonl`` (a line per lever
+and seed), ``OUT/study-<lever>-<prompts>/`` and ``OUT/levers.md``.
+
+    .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
+        --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DARLING = str(Path(sys.executable).parent / "darling")
+RL = ["rl-train", "--preset", "naming", "--prune-checkpoints", "--save-steps", "4"]
+PROMPTS = {"train": "naming-train", "heldout": "naming-heldout"}
+METRICS = ("distinct_answers", "distinct", "quality")
+
+
+def run(argv: list[str], log: Path) -> float:
+    """One darling command, its output to ``log``; its wall seconds. A failure stops the bench (rerun resumes)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log.open("ab") as sink:
+        code = subprocess.call([DARLING, *argv], stdout=sink, stderr=subprocess.STDOUT)
+    if code:
+        sys.exit(f"failed ({code}): darling {' '.join(argv)}; see {log}")
+    return time.perf_counter() - start
+
+
+def side_by_side(commands: list[tuple[list[str], Path]]) -> float:
+    """The commands at once (one core each); wall seconds until the last ends."""
+    start = time.perf_counter()
+    procs = []
+    for argv, log in commands:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        procs.append((subprocess.Popen([DARLING, *argv], stdout=log.open("ab"), stderr=subprocess.STDOUT), argv, log))
+    for proc, argv, log in procs:
+        if proc.wait():
+            sys.exit(f"failed ({proc.returncode}): darling {' '.join(argv)}; see {log}")
+    return time.perf_counter() - start
+
+
+def settings_flags(settings: dict[str, str]) -> list[str]:
+    return [w for key, value in settings.items() for w in ("--set", f"{key}={value}")]
+
+
+def resume_flag(output: Path) -> list[str]:
+    return ["--resume"] if any(output.glob("checkpoint-*")) and not (output / "final").exists() else []
+
+
+def warm_up(args, seed: int) -> str:
+    """The shared start policy of one seed: the base policy, or a GRPO warm-up of ``--warmup-steps`` steps."""
+    if not args.warmup_steps:
+        return "smollm2"
+    out = args.out / f"warmup-{args.warmup_steps}-s{seed}"
+    if not (out / "final").exists():
+        argv = [*RL, "--output", str(out), "--no-diversity", "--classifier", str(args.classifier), "--seed", str(seed)]
+        argv += ["--max-steps", str(args.warmup_steps), "--threads", "2", *settings_flags(args.warmup_set)]
+        seconds = run([*argv, *resume_flag(out)], out.with_suffix(".log"))
+        (out / "seconds.txt").write_text(f"{seconds:.1f}\n")
+    return str(out / "final")
+
+
+def evaluate(args, name: str, model: str, folder: Path, seed: int, prompts: str) -> tuple[list[str], Path]:
+    limit = args.train_limit if prompts == "train" else args.heldout_limit
+    argv = ["eval", "novelty", "--output", str(folder), "--model", model, "--classifier", str(args.classifier)]
+    argv += ["--prompts", PROMPTS[prompts], "--limit", str(limit), "--k", "8", "--temperature", str(args.eval_temperature)]
+    argv += ["--max-tokens", "24", "--seed", str(seed), "--engine", "hf", "--threads", "1"]
+    return argv, folder.with_suffix(".log")
+
+
+def evaluations(args, jobs: list[tuple[str, str, Path, int, str]]) -> None:
+    """Eval novelty of every (name, model, folder, seed, prompts) not yet done, two at a time."""
+    todo = [evaluate(args, *job) for job in jobs if not (job[2] / "metrics.json").exists()]
+    for k in range(0, len(todo), 2):
+        side_by_side(todo[k : k + 2])
+
+
+def compare(args, folders: dict[str, Path], training: dict[str, Path], out: Path) -> dict:
+    argv = ["eval", "compare", "--output", str(out), "--quality", "relevant-short-answer", "--seed", "0"]
+    argv += [w for name, f in folders.items() for w in ("--novelty", f"{name}={f}")]
+    argv += [w for name, f in training.items() for w in ("--training", f"{name}={f}")]
+    argv += ["--pairs", "darling:grpo", "--pairs", "darling:start", "--pairs", "grpo:start"]
+    run(argv, out.with_suffix(".log"))
+    return json.loads((out / "compare.json").read_text())
+
+
+def acted(log_history: Path) -> dict[str, float]:
+    steps = [h for h in json.loads(log_history.read_text()) if "darling/reward" in h]
+    shares = [h.get("darling/groups_changed", 0.0) for h in steps]
+    change = [h.get("darling/advantage_change", 0.0) for h in steps]
+    scale = [h.get("darling/quality_advantage", 0.0) for h in steps]
+    return {
+        "acted": statistics.mean(shares),
+        "acted_first4": statistics.mean(shares[:4]),
+        "advantage_change": statistics.mean(change),
+        "quality_advantage": statistics.mean(scale),
+        "distinct_answers_last4": statistics.mean([h.get("darling/distinct_answers", 0) for h in steps[-4:]]),
+    }
+
+
+def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
+    """One lever, one seed: the two runs, their evaluations and comparisons."""
+    start = warm_up(args, seed)
+    root = args.out / lever / f"s{seed}"
+    runs = {"darling": root / "rl", "grpo": root / "rl-grpo"}
+    commands = []
+    for name, out in runs.items():
+        if (out / "final").exists():
+            continue
+        argv = [*RL, "--output", str(out), "--policy", start, "--classifier", str(args.classifier)]
+        argv += ["--diversity" if name == "darling" else "--no-diversity", "--seed", str(seed), "--threads", "1"]
+        argv += ["--max-steps", str(args.steps), *settings_flags(settings), *resume_flag(out)]
+        commands.append((argv, out.with_suffix(".log")))
+    if commands:
+        (root / "rl-seconds.txt").parent.mkdir(parents=True, exist_ok=True)
+        (root / "rl-seconds.txt").write_text(f"{side_by_side(commands):.1f}\n")
+    models = {"start": start, "darling": str(runs["darling"] / "final"), "grpo": str(runs["grpo"] / "final")}
+    start_evals = args.out / f"start-{args.warmup_steps}-s{seed}"  # shared by every lever of this seed
+    jobs = []
+    for prompts in PROMPTS:
+        for name, model in models.items():
+            folder = (start_evals if name == "start" else root) / f"eval-{prompts}" / name
+            jobs.append((name, model, folder, seed, prompts))
+    evaluations(args, jobs)
+    result = {"lever": lever, "settings": settings, "seed": seed, "warmup_steps": args.warmup_steps}
+    result["rl_seconds"] = float((root / "rl-seconds.txt").read_text())
+    result["darling_log"] = acted(runs["darling"] / "log_history.json")
+    result["grpo_would_change"] = statistics.mean(
+        h.get("darling/groups_would_change", 0.0)
+        for h in json.loads((runs["grpo"] / "log_history.json").read_text())
+        if "darling/reward" in h
+    )
+    for prompts in PROMPTS:
+        folders = {n: (start_evals if n == "start" else root) / f"eval-{prompts}" / n for n in models}
+        figures = compare(args, folders, runs if prompts == "train" else {}, root / f"compare-{prompts}")["novelty"]
+        result[prompts] = {
+            "policies": figures["policies"],
+            "darling - grpo": {m: figures["differences"]["darling - grpo"][m] for m in METRICS},
+            "compare": str(root / f"compare-{prompts}"),
+        }
+        for diff in result[prompts]["darling - grpo"].values():
+            diff.pop("values", None)
+    return result
+
+
+def pool(args, lever: str, results: list[dict]) -> dict:
+    pooled = {}
+    for prompts in PROMPTS:
+        folders = [f"{r['seed']}={r[prompts]['compare']}" for r in results]
+        out = args.out / f"study-{lever}-{prompts}"
+        run(["eval", "study", "--output", str(out), *[w for f in folders for w in ("--compare", f)],
+             "--pair", "darling - grpo"], out.with_suffix(".log"))
+        metrics = json.loads((out / "study.json").read_text())["metrics"]
+        pooled[prompts] = {m: metrics[f"novelty/{m}"]["pooled"] for m in METRICS}
+    return pooled
+
+
+def cell(d: dict) -> str:
+    lo, hi = d["interval"]
+    return f"{d['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def render(results: list[dict], pooled: dict[str, dict]) -> str:
+    lines = [
+        "# DARLING minus GRPO by lever (bench/darling_levers.py)",
+        "",
+        "| lever | seed | acted (all / first 4 steps) | GRPO would | RL s | train: distinct answers | train: distinct "
+        "| train: quality | held-out: distinct answers | held-out: distinct | held-out: quality |",
+        "| --- | --- | --- | --- | ---: |" + " ---: |" * 6,
+    ]
+    for r in results:
+        log = r["darling_log"]
+        cells = [cell(r[p]["darling - grpo"][m]) for p in PROMPTS for m in METRICS]
+        lines.append(
+            f"| {r['lever']} | {r['seed']} | {log['acted']:.0%} / {log['acted_first4']:.0%} | "
+            f"{r['grpo_would_change']:.0%} | {r['rl_seconds']:.0f} | " + " | ".join(cells) + " |"
+        )
+    for lever, figures in pooled.items():
+        cells = [cell(figures[p][m]) for p in PROMPTS for m in METRICS]
+        lines.append(f"| **{lever}** | pooled | | | | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, ""])
+
+
+def parse_settings(text: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = text.partition("=")
+    settings = dict(item.split("=", 1) for item in rest.split(",") if item) if rest else {}
+    return name, settings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--classifier", type=Path, required=True, help="A darling classifier export.")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--lever", action="append", default=[], help="NAME=KEY=VALUE,KEY=VALUE (rl-train settings).")
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--steps", type=int, default=16, help="Steps of each branch run.")
+    parser.add_argument("--warmup-steps", type=int, default=16, help="GRPO steps before the branch; 0: from the base.")
+    parser.add_argument("--warmup-set", action="append", default=[], help="KEY=VALUE for the warm-up run.")
+    parser.add_argument("--eval-temperature", type=float, default=0.7)
+    parser.add_argument("--train-limit", type=int, default=48)
+    parser.add_argument("--heldout-limit", type=int, default=24)
+    args = parser.parse_args()
+    args.warmup_set = dict(item.split("=", 1) for item in args.warmup_set)
+    levers = dict(parse_settings(text) for text in args.lever or ["default="])
+    seeds = [int(s) for s in args.seeds.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    results, pooled = [], {}
+    for lever, settings in levers.items():
+        done = [one(args, lever, settings, seed) for seed in seeds]
+        results += done
+        if len(seeds) > 1:
+            pooled[lever] = pool(args, lever, done)
+        with (args.out / "results.jsonl").open("a") as sink:
+            for r in done:
+                sink.write(json.dumps(r) + "\n")
+        (args.out / "levers.md").write_text(render(results, pooled))
+        print(render(results, pooled), flush=True)
+
+
+if __name__ == "__main__":
+    main()
