@@ -83,7 +83,16 @@ def warm_up(args, seed: int) -> str:
 def evaluate(args, name: str, model: str, folder: Path, seed: int, prompts: str) -> tuple[list[str], Path]:
     limit = args.train_limit if prompts == "train" else args.heldout_limit
     argv = ["eval", "novelty", "--output", str(folder), "--model", model, "--classifier", str(args.classifier)]
-    argv += ["--prompts", PROMPTS[prompts], "--limit", str(limit), "--k", "8", "--temperature", str(args.eval_temperature)]
+    argv += [
+        "--prompts",
+        PROMPTS[prompts],
+        "--limit",
+        str(limit),
+        "--k",
+        "8",
+        "--temperature",
+        str(args.eval_temperature),
+    ]
     argv += ["--max-tokens", "24", "--seed", str(seed), "--engine", "hf", "--threads", "1"]
     return argv, folder.with_suffix(".log")
 
@@ -95,8 +104,10 @@ def evaluations(args, jobs: list[tuple[str, str, Path, int, str]]) -> None:
         side_by_side(todo[k : k + 2])
 
 
-def compare(args, folders: dict[str, Path], training: dict[str, Path], out: Path) -> dict:
+def compare(args, folders: dict[str, Path], training: dict[str, Path], out: Path, strict: bool) -> dict:
+    """eval compare of the three policies, with the quality the runs trained on."""
     argv = ["eval", "compare", "--output", str(out), "--quality", "relevant-short-answer", "--seed", "0"]
+    argv += ["--strict-length"] if strict else []
     argv += [w for name, f in folders.items() for w in ("--novelty", f"{name}={f}")]
     argv += [w for name, f in training.items() for w in ("--training", f"{name}={f}")]
     argv += ["--pairs", "darling:grpo", "--pairs", "darling:start", "--pairs", "grpo:start"]
@@ -152,7 +163,9 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
     )
     for prompts in PROMPTS:
         folders = {n: (start_evals if n == "start" else root) / f"eval-{prompts}" / n for n in models}
-        figures = compare(args, folders, runs if prompts == "train" else {}, root / f"compare-{prompts}")["novelty"]
+        strict = settings.get("strict_length", "false").lower() == "true"
+        training = runs if prompts == "train" else {}
+        figures = compare(args, folders, training, root / f"compare-{prompts}", strict)["novelty"]
         result[prompts] = {
             "policies": figures["policies"],
             "darling - grpo": {m: figures["differences"]["darling - grpo"][m] for m in METRICS},
@@ -168,8 +181,18 @@ def pool(args, lever: str, results: list[dict]) -> dict:
     for prompts in PROMPTS:
         folders = [f"{r['seed']}={r[prompts]['compare']}" for r in results]
         out = args.out / f"study-{lever}-{prompts}"
-        run(["eval", "study", "--output", str(out), *[w for f in folders for w in ("--compare", f)],
-             "--pair", "darling - grpo"], out.with_suffix(".log"))
+        run(
+            [
+                "eval",
+                "study",
+                "--output",
+                str(out),
+                *[w for f in folders for w in ("--compare", f)],
+                "--pair",
+                "darling - grpo",
+            ],
+            out.with_suffix(".log"),
+        )
         metrics = json.loads((out / "study.json").read_text())["metrics"]
         pooled[prompts] = {m: metrics[f"novelty/{m}"]["pooled"] for m in METRICS}
     return pooled

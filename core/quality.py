@@ -3,7 +3,10 @@
 - ``short-answer``: the format a naming prompt asks for ("Name a fruit. Answer with the name only."): 1 for
   an answer of at most ``max_words`` words, ``max_words / words`` for a longer one, 0 for an empty one. Format
   only: a made-up word scores 1. Measured, SmolLM2-135M learns it in about five steps and then every group
-  scores 1, so GRPO has nothing left to sharpen and never collapses.
+  scores 1, so GRPO has nothing left to sharpen and never collapses. With ``strict`` (``--strict-length``) a
+  longer answer scores 0: a padded answer ("Red is my favourite colour", a class of its own for a weak classifier)
+  is then no cheap way to a new answer, and a policy that drifts to long answers loses their reward at once
+  instead of keeping ``max_words / words`` of it.
 - ``relevant-short-answer``: the format score times the answer's *relevance* to the prompt, the cosine of
   their mean-pooled all-MiniLM-L6-v2 embeddings (the packaged, untrained encoder; clipped at 0). Measured on
   "Name a fruit.": Strawberry 0.59, Banana 0.57, Apple 0.41, made-up words 0.16-0.33. An answer that repeats a
@@ -24,16 +27,17 @@ RELEVANCE_ENCODER = "packaged:all-MiniLM-L6-v2"
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
 
-def short_answer_quality(text: str, max_words: int = 4) -> float:
-    """1 for a non-empty answer of at most ``max_words`` words, ``max_words / words`` beyond, 0 when empty."""
+def short_answer_quality(text: str, max_words: int = 4, strict: bool = False) -> float:
+    """1 for a non-empty answer of at most ``max_words`` words, ``max_words / words`` beyond (``strict``: 0 beyond),
+    0 when empty."""
     words = text.split()
-    if not words:
+    if not words or (strict and len(words) > max_words):
         return 0.0
     return min(1.0, max_words / len(words))
 
 
-def short_answer_qualities(completions: Sequence[str], max_words: int = 4) -> list[float]:
-    return [short_answer_quality(text, max_words) for text in completions]
+def short_answer_qualities(completions: Sequence[str], max_words: int = 4, strict: bool = False) -> list[float]:
+    return [short_answer_quality(text, max_words, strict) for text in completions]
 
 
 def normalised_answer(text: str) -> str:
@@ -98,20 +102,22 @@ class Relevance:
 class RelevantShortAnswer:
     """``relevant-short-answer``: format score x relevance (see the module docstring)."""
 
-    def __init__(self, max_words: int = 4, relevance: Relevance | None = None):
+    def __init__(self, max_words: int = 4, relevance: Relevance | None = None, strict: bool = False):
         self.max_words = max_words
+        self.strict = strict
         self.relevance = relevance or Relevance()
 
     def __call__(self, prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
         relevance = self.relevance(prompts, answers)
-        return [short_answer_quality(a, self.max_words) * r for a, r in zip(answers, relevance, strict=True)]
+        format_scores = short_answer_qualities(answers, self.max_words, self.strict)
+        return [f * r for f, r in zip(format_scores, relevance, strict=True)]
 
 
-def open_ended_quality(name: str, max_words: int = 4, device: str | None = None):
+def open_ended_quality(name: str, max_words: int = 4, device: str | None = None, strict: bool = False):
     """``(prompts, answers) -> qualities`` for an open-ended quality by name (not ``math``); ``device``: where
-    relevant-short-answer's encoder runs (default cpu)."""
+    relevant-short-answer's encoder runs (default cpu); ``strict``: an answer over ``max_words`` words scores 0."""
     if name == "relevant-short-answer":
-        return RelevantShortAnswer(max_words, Relevance(device=device))
+        return RelevantShortAnswer(max_words, Relevance(device=device), strict)
     if name == "short-answer":
-        return lambda prompts, answers: short_answer_qualities(answers, max_words)
+        return lambda prompts, answers: short_answer_qualities(answers, max_words, strict)
     raise ValueError(f"{name!r} is not an open-ended quality (choose short-answer or relevant-short-answer)")

@@ -38,7 +38,9 @@ WOULD_CHANGE = "darling/groups_would_change"
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
-def per_prompt_figures(scores_file: Path, quality: str, max_words: int) -> dict[str, dict[str, float]]:
+def per_prompt_figures(
+    scores_file: Path, quality: str, max_words: int, strict: bool = False
+) -> dict[str, dict[str, float]]:
     """``{prompt_id: {metric: value}}`` (METRICS) from one policy's ``scores.parquet``."""
     import polars as pl
 
@@ -49,7 +51,7 @@ def per_prompt_figures(scores_file: Path, quality: str, max_words: int) -> dict[
     if quality == EVAL_QUALITY:
         scores = [float(q) for q in frame["quality"].to_list()]
     else:
-        scores = open_ended_quality(quality, max_words)(frame["prompt"].to_list(), answers)
+        scores = open_ended_quality(quality, max_words, strict=strict)(frame["prompt"].to_list(), answers)
     frame = frame.with_columns(pl.Series("answer", answers), pl.Series("quality_score", scores, dtype=pl.Float64))
     out = {}
     for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
@@ -77,11 +79,18 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, level: floa
 
 
 def compare_novelty(
-    folders: dict[str, Path], quality: str, max_words: int, pairs: list[tuple[str, str]], seed: int = 0
+    folders: dict[str, Path],
+    quality: str,
+    max_words: int,
+    pairs: list[tuple[str, str]],
+    seed: int = 0,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Mean METRICS per policy over the prompts every policy completed, and the paired differences of ``pairs``
     (``(a, b)``: a minus b) among the policies ``folders`` names."""
-    figures = {name: per_prompt_figures(f / "scores.parquet", quality, max_words) for name, f in folders.items()}
+    figures = {
+        name: per_prompt_figures(f / "scores.parquet", quality, max_words, strict) for name, f in folders.items()
+    }
     prompts = sorted(set.intersection(*(set(f) for f in figures.values()))) if figures else []
     policies = {
         name: {metric: float(np.mean([f[p][metric] for p in prompts])) if prompts else None for metric in METRICS}
@@ -212,10 +221,13 @@ def compare(config: CompareConfig) -> dict[str, Any]:
         "pairs": [f"{a} - {b}" for a, b in pairs],
         "quality": config.quality,
         "max_words": config.max_words,
+        "strict_length": config.strict_length,
     }
     if config.novelty:
         folders = named(config.novelty, "--novelty")
-        result["novelty"] = compare_novelty(folders, config.quality, config.max_words, pairs, config.seed)
+        result["novelty"] = compare_novelty(
+            folders, config.quality, config.max_words, pairs, config.seed, config.strict_length
+        )
     if config.math:
         result["math"] = compare_math(named(config.math, "--math"), config.ks, pairs, config.seed)
     output = Path(config.output)

@@ -46,14 +46,15 @@ def verdict(name: str, d: dict[str, Any], unit: str, a: str = "DARLING", b: str 
     return f"{name}: no difference shows at this budget ({interval(d)}: the interval includes 0)"
 
 
-def novelty_lines(s: dict[str, Any], quality: str, max_words: int) -> list[str]:
+def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool = False) -> list[str]:
     """The novelty comparison: definitions, per-policy means, paired differences, the verdict on the first pair."""
     lines = [
         "- **distinct (eval partition)**: classes of eval novelty's partition (NoveltyBench's greedy partition: "
         "two answers of at most 5 words are compared by word overlap, longer ones by the classifier)",
         "- **distinct answers (exact)**: different answers after lower-casing and dropping punctuation (no classifier)",
         f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.core.quality')}), mean per prompt; "
-        f"**share ≤ max words**: answers of 1 to {max_words} words",
+        f"**share ≤ max words**: answers of 1 to {max_words} words"
+        + (" (the quality scores a longer answer 0: `--strict-length`)" if strict else ""),
         "",
         "| policy | " + " | ".join(COMPARE_METRICS.values()) + " |",
         "| --- |" + " ---: |" * len(COMPARE_METRICS),
@@ -161,7 +162,9 @@ def render_comparison(result: dict[str, Any]) -> str:
     lines = [f"# Policies compared: {', '.join(result['policies'])}", ""]
     if "novelty" in result:
         lines += ["## Diversity and quality (eval novelty)", ""]
-        lines += novelty_lines(result["novelty"], result["quality"], result["max_words"])
+        lines += novelty_lines(
+            result["novelty"], result["quality"], result["max_words"], result.get("strict_length", False)
+        )
     lines += term_lines(result.get("term", {}))
     if "math" in result:
         lines += ["## Math (eval math)", "", *math_lines(result["math"])]

@@ -279,6 +279,9 @@ class CompareConfig(CommandConfig):
         "(recomputed from the texts, as darling.core.quality defines them).",
     )
     max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
+    strict_length: bool = option(
+        False, help="The open-ended quality scores an answer over --max-words words 0 (as rl-train --strict-length)."
+    )
     ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
     seed: int = option(0, help="Seed of the bootstrap.")
 

@@ -135,7 +135,10 @@ def policy_note(records: dict[str, dict[str, Any]]) -> list[str]:
             "difference is sampling noise only.**",
             "",
         ]
-    return [f"The DARLING policy differs from the policy it started from by at most {change:.2e} per weight (section 5).", ""]
+    return [
+        f"The DARLING policy differs from the policy it started from by at most {change:.2e} per weight (section 5).",
+        "",
+    ]
 
 
 def _prompts_link(prompts: str) -> str:
@@ -157,7 +160,7 @@ def compare_section(s: dict[str, Any]) -> list[str]:
             f"**Novelty** on {_prompts_link(str(s['prompt_set']))}, k = {s['k']} responses each at temperature "
             f"{s['temperature']}:",
             "",
-            *novelty_lines(s["novelty"], s["quality"], s["max_words"]),
+            *novelty_lines(s["novelty"], s["quality"], s["max_words"], s.get("strict_length", False)),
         ]
     lines += term_lines(s.get("term", {}))
     if "math" in s:

@@ -374,7 +374,7 @@ def compare_step(c: PipelineConfig) -> Step:
         "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
         "seed": c.seed,
     }
-    defaults = {"quality": quality, "max_words": rl.max_words}
+    defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}
     config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
     return Step("compare", ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
 

@@ -166,6 +166,7 @@ def rl_run(step: Step, reward: str) -> dict[str, Any]:
         "problems": config.problems,
         "quality": config.quality if not config.reward_model else f"reward model {config.reward_model}",
         "max_words": config.max_words,
+        "strict_length": config.strict_length,
         "floor": config.floor,
         "scale_rewards": config.scale_rewards,
         "max_steps": config.max_steps,

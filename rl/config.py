@@ -94,6 +94,11 @@ class RLTrainConfig(CommandConfig):
         "relevant-short-answer (format x the answer's MiniLM cosine to the prompt, 0 if it echoes the prompt).",
     )
     max_words: int = option(4, help="short-answer: the longest answer with full quality.")
+    strict_length: bool = option(
+        False,
+        help="short-answer, relevant-short-answer: an answer over --max-words words scores 0 (default: "
+        "max_words/words).",
+    )
     reward_model: Path | None = option(
         None,
         help="Quality from a reward model (HF sequence classifier, one output; sigmoid of its score) "

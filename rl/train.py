@@ -111,7 +111,7 @@ def build_quality(config: RLTrainConfig):
     if config.reward_model:
         return RewardModelQuality(str(config.reward_model), device)
     if config.quality != "math":
-        return OpenEndedQuality(config.quality, config.max_words, device)
+        return OpenEndedQuality(config.quality, config.max_words, device, config.strict_length)
     return answer_quality
 
 

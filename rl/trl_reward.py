@@ -47,8 +47,8 @@ class OpenEndedQuality:
     """Quality for open-ended prompts by name (``darling.core.quality``): ``short-answer`` (format) or
     ``relevant-short-answer`` (format x relevance to the prompt)."""
 
-    def __init__(self, name: str, max_words: int = 4, device: str | None = None):
-        self.score = open_ended_quality(name, max_words, device)
+    def __init__(self, name: str, max_words: int = 4, device: str | None = None, strict: bool = False):
+        self.score = open_ended_quality(name, max_words, device, strict)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], columns: dict[str, Any]) -> list[float]:
         return self.score(prompts, [c.strip() for c in completions])

@@ -139,3 +139,20 @@ def test_the_report_says_whether_darlings_term_acted(tmp_path, shares, cannot_sh
     assert ("This comparison cannot show DARLING's effect" in report) == cannot_show
     if cannot_show:
         assert "every response was in a class of its own" in report
+
+
+def test_strict_length_scores_long_answers_zero(tmp_path):
+    """--strict-length reaches compare's quality: a 5-word answer keeps 4/5 of short-answer's score, or none."""
+    groups = {"p0": [("Paris", 0), ("Rome is a fine city", 1)]}
+    write_scores(tmp_path / "x", groups)
+    write_scores(tmp_path / "y", groups)
+    for strict, expected in [(False, (1 + 4 / 5) / 2), (True, 0.5)]:
+        out = tmp_path / f"cmp-{strict}"
+        flags = ["--strict-length"] if strict else []
+        argv = ["--novelty", f"x={tmp_path / 'x'}", "--novelty", f"y={tmp_path / 'y'}", "--quality", "short-answer"]
+        argv += [*flags, "-o", out]
+        assert darling("eval", "compare", *argv).returncode == 0
+        data = json.loads((out / "compare.json").read_text())
+        assert (
+            data["novelty"]["policies"]["x"]["quality"] == pytest.approx(expected) and data["strict_length"] == strict
+        )

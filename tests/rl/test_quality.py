@@ -27,6 +27,9 @@ def test_short_answer_quality_is_format_only():
     assert [short_answer_quality(t, 4) for t in ["Banana", "New York City", "", "   "]] == [1.0, 1.0, 0.0, 0.0]
     assert short_answer_quality("The fruit I like most is the banana", 4) == pytest.approx(4 / 8)
     assert short_answer_quality("Zegg", 4) == 1.0  # a made-up word: format cannot tell
+    # --strict-length: over max_words scores 0, at most max_words as before.
+    assert short_answer_quality("The fruit I like most is the banana", 4, strict=True) == 0.0
+    assert short_answer_quality("New York City", 4, strict=True) == 1.0
 
 
 def test_relevance_ranks_real_answers_above_made_up_ones_and_zeroes_echoes(minilm_path):
