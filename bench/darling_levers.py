@@ -170,10 +170,39 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
             "policies": figures["policies"],
             "darling - grpo": {m: figures["differences"]["darling - grpo"][m] for m in METRICS},
             "compare": str(root / f"compare-{prompts}"),
+            "drift": drift(root, prompts),
         }
         for diff in result[prompts]["darling - grpo"].values():
             diff.pop("values", None)
     return result
+
+
+def short_answers(folder: Path, max_words: int = 4) -> dict[str, tuple[int, float]]:
+    """Per prompt: distinct normalised answers among those of at most ``max_words`` words, and the share of longer
+    answers. A policy that drifts to long answers gains exact-match distinct answers without naming anything new;
+    this count does not move with that drift."""
+    import polars as pl
+
+    from darling.core.quality import normalised_answer
+
+    frame = pl.read_parquet(folder / "scores.parquet").sort("prompt_id", "sample_index")
+    out = {}
+    for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
+        texts = [t.strip() for t in group["response"].to_list()]
+        short = {normalised_answer(t) for t in texts if 0 < len(t.split()) <= max_words}
+        out[str(prompt_id)] = (len(short), sum(len(t.split()) > max_words for t in texts) / len(texts))
+    return out
+
+
+def drift(root: Path, prompts: str) -> dict[str, float]:
+    """DARLING minus GRPO in distinct short answers, and each run's share of long answers (``short_answers``)."""
+    darling, grpo = (short_answers(root / f"eval-{prompts}" / name) for name in ("darling", "grpo"))
+    ids = sorted(darling)
+    return {
+        "distinct_short_answers": statistics.mean(darling[i][0] - grpo[i][0] for i in ids),
+        "long_darling": statistics.mean(darling[i][1] for i in ids),
+        "long_grpo": statistics.mean(grpo[i][1] for i in ids),
+    }
 
 
 def pool(args, lever: str, results: list[dict]) -> dict:
@@ -221,6 +250,24 @@ def render(results: list[dict], pooled: dict[str, dict]) -> str:
     for lever, figures in pooled.items():
         cells = [cell(figures[p][m]) for p in PROMPTS for m in METRICS]
         lines.append(f"| **{lever}** | pooled | | | | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Answers over 4 words (share, DARLING / GRPO) and DARLING minus GRPO in distinct answers among those of at "
+        "most 4 words (the drift a longer answer adds to exact-match distinct left out):",
+        "",
+        "| lever | seed | train: long | train: distinct short answers | held-out: long | held-out: distinct short |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        cells = []
+        for p in PROMPTS:
+            d = r[p].get("drift")
+            cells += (
+                [f"{d['long_darling']:.2f} / {d['long_grpo']:.2f}", f"{d['distinct_short_answers']:+.2f}"]
+                if d
+                else ["–", "–"]
+            )
+        lines.append(f"| {r['lever']} | {r['seed']} | " + " | ".join(cells) + " |")
     return "\n".join([*lines, ""])
 
 
@@ -228,6 +275,26 @@ def parse_settings(text: str) -> tuple[str, dict[str, str]]:
     name, _, rest = text.partition("=")
     settings = dict(item.split("=", 1) for item in rest.split(",") if item) if rest else {}
     return name, settings
+
+
+def report_only(out: Path) -> None:
+    """levers.md from every (lever, seed) in results.jsonl (the last line of each), drift recomputed from the
+    evaluations, pooled figures from the study folders present."""
+    results = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        results[(r["lever"], r["seed"])] = r
+    for (lever, seed), r in results.items():
+        for prompts in PROMPTS:
+            r[prompts]["drift"] = drift(out / lever / f"s{seed}", prompts)
+    pooled = {}
+    for lever in dict.fromkeys(lever for lever, _ in results):
+        studies = {p: out / f"study-{lever}-{p}" / "study.json" for p in PROMPTS}
+        if all(path.exists() for path in studies.values()):
+            metrics = {p: json.loads(path.read_text())["metrics"] for p, path in studies.items()}
+            pooled[lever] = {p: {m: metrics[p][f"novelty/{m}"]["pooled"] for m in METRICS} for p in PROMPTS}
+    (out / "levers.md").write_text(render(list(results.values()), pooled))
+    print(render(list(results.values()), pooled))
 
 
 def main() -> None:
@@ -242,7 +309,13 @@ def main() -> None:
     parser.add_argument("--eval-temperature", type=float, default=0.7)
     parser.add_argument("--train-limit", type=int, default=48)
     parser.add_argument("--heldout-limit", type=int, default=24)
+    parser.add_argument(
+        "--report-only", action="store_true", help="Rebuild OUT/levers.md from OUT/results.jsonl; run nothing."
+    )
     args = parser.parse_args()
+    if args.report_only:
+        report_only(args.out)
+        return
     args.warmup_set = dict(item.split("=", 1) for item in args.warmup_set)
     levers = dict(parse_settings(text) for text in args.lever or ["default="])
     seeds = [int(s) for s in args.seeds.split(",")]

@@ -21,20 +21,20 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    darling pipeline --preset cpu --output runs/pipe              # ~10 min on 2 CPU cores
+    # the main job, ~15 min on 2 CPU cores (rerun: finished stages skipped)
+    darling pipeline --preset cpu --output runs/pipe
 
-    darling pipeline --preset cpu --output runs/pipe              # again: every finished stage is skipped
+    # DARLING against GRPO over three seeds (~25 min a seed), pooled
+    darling pipeline --preset cpu-compare --seeds 1,2,3 --output runs/cmp
 
-    darling pipeline --preset cpu-compare --output runs/cmp       # 48 RL steps per run, ~18 min
+    # the paper chain with tiny models, on CPU; the paper's, on 8 GPUs
+    darling pipeline --preset paper-tiny --output runs/pt
+    darling pipeline --preset paper --output runs/paper
 
-    darling pipeline --preset paper-tiny --output runs/pt         # the paper chain with tiny models, on CPU
-
-    darling pipeline --preset paper --output runs/paper           # one node of 8 GPUs (CUDA)
-
-    darling pipeline --preset cpu --output runs/tiny --set datagen.limit=2 --set rl.max_steps=2 \\
-        --set eval_math.limit=2 --set eval_novelty.limit=2
-
-    darling pipeline --preset paper --output runs/paper --dry-run # write and print commands.sh only
+    # a quick look at every stage; write and print commands.sh only
+    darling pipeline --preset cpu --output runs/tiny --set rl.max_steps=2 \\
+        --set datagen.limit=2 --set eval_novelty.limit=2
+    darling pipeline --preset paper --output runs/paper --dry-run
 
 A stage's settings are the fields of its command's config, in the table named after the stage: [datagen]
 (datagen rollouts), [pairs], [labels] (datagen label), [training_pairs], [classifier] (train-classifier, with

@@ -32,11 +32,12 @@ def term_cell(step: dict[str, Any]) -> str:
 
 def rl_run_section(s: dict[str, Any], folder: str) -> list[str]:
     quality = s.get("quality", "math")
+    strict = f" (0 over {s['max_words']} words)" if s.get("strict_length") else ""
     launch = f" Launched as `{s['launcher']} ...`." if s.get("launcher") else ""
     lines = [
         f"**`{folder}/`** — reward: {s['reward']}, advantages r − mean"
         f"{'' if s.get('scale_rewards', 'none') == 'none' else ' / std (' + s['scale_rewards'] + ')'}. Policy "
-        f"`{s['policy']}`, prompts `{s['problems']}`, quality `{quality}`, floor {s.get('floor', 0)}, "
+        f"`{s['policy']}`, prompts `{s['problems']}`, quality `{quality}`{strict}, floor {s.get('floor', 0)}, "
         f"{s['num_generations']} completions per prompt, ≤ {s['max_completion_length']} tokens, "
         f"lr {s['learning_rate']}, temperature {s['temperature']}, seed {s.get('seed', 0)}.{launch}",
         "",

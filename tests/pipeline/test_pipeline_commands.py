@@ -256,6 +256,8 @@ class StandIn:
     def line(self, run: Path) -> str:
         return f"( {self.shell} )"
 
+    guarded = line  # a stand-in has no finished marker to skip on
+
 
 def ends_soon(pid_file: Path, timeout: float = 10) -> bool:
     """The process whose pid ``pid_file`` holds is gone (or a zombie) within ``timeout`` s: a stopped process takes a

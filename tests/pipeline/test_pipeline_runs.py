@@ -28,6 +28,7 @@ SMALL = [
         "rl.max_steps=2",
         "rl.max_completion_length=16",
         "rl.save_steps=100",  # no checkpoint: a 2-step run writes final/ only
+        "rl_warmup.max_steps=2",
         "eval_math.limit=2",
         "eval_math.n=2",
         "eval_math.max_tokens=16",
@@ -82,6 +83,8 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         "DARLING against GRPO",
         "What this shows",
         "compare/curves.png",
+        "Did DARLING's diversity term act?",  # beside the outcome: the share of groups the term changed
+        "**`rl-warmup/`** — reward: quality only (the GRPO warm-up both runs start from)",
     ):
         assert title in report, title
     for stage in CPU_STAGES:
@@ -103,6 +106,12 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         assert runs[name]["problems"] == "naming-train" and runs[name]["quality"] == "relevant-short-answer"
         assert runs[name]["checkpoints_left"] == []  # pruned by rl-train once final was saved
     assert runs["grpo"]["reward"].startswith("quality only") and summaries["rl"]["side_by_side"]
+    warmup = str(run / "rl-warmup" / "final")
+    assert runs["darling"]["policy"] == runs["grpo"]["policy"] == warmup and runs["warmup"]["policy"] == "smollm2"
+    assert [s["step"] for s in runs["warmup"]["steps"]] == [1, 2] and runs["darling"]["strict_length"]
+    term = summaries["compare"]["term"]["darling-rl"]
+    assert term["applied"] and term["steps"] == 2 and not summaries["compare"]["term"]["grpo-rl"]["applied"]
+    assert f"changed **{term['share']:.0%}**" in report or "changed **none**" in report
     assert all(s["reward"] == pytest.approx(s["darling/quality"]) for s in runs["grpo"]["steps"])
     assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
     for m in summaries["eval-novelty"]["models"].values():
@@ -129,7 +138,7 @@ def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) 
 
     from darling.core.quality import RelevantShortAnswer
 
-    relevance = RelevantShortAnswer(4)
+    relevance = RelevantShortAnswer(4, strict=summary["strict_length"])  # the quality the runs trained on
     novelty = summary["novelty"]
     assert json.loads((run / "compare" / "compare.json").read_text())["novelty"] == novelty
     assert novelty["prompts"] == 3 and summary["prompt_set"] == "naming-heldout"
