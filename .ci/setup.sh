@@ -41,4 +41,23 @@ if [ "${DARLING_SKIP_VERL:-0}" != 1 ] && [ ! -f "$VERL_DEPS/.complete" ]; then
     jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0 pyvers==0.2.3
   touch "$VERL_DEPS/.complete"
 fi
+# verl 0.9.1 (its v1 and v0 trainers) and 0.8.0 for the agent-loop manager's test (tests/rl/test_verl_agent_loop.py):
+# 0.9.1 with what its agent loops, reward loop, TransferQueue and Hydra configs import here; 0.8.0 alone, put ahead
+# of the 0.9.1 folder on PYTHONPATH (the same deps serve it).
+VERL09_DEPS=${DARLING_VERL09_DEPS:-$HOME/.cache/darling/verl-0.9.1}
+if [ "${DARLING_SKIP_VERL:-0}" != 1 ] && [ ! -f "$VERL09_DEPS/.complete" ]; then
+  echo "installing verl 0.9.1 (no deps) into $VERL09_DEPS"
+  rm -rf "$VERL09_DEPS"
+  .venv/bin/pip install -q --no-deps --target "$VERL09_DEPS" verl==0.9.1 tensordict==0.10.0 TransferQueue==0.1.11 \
+    pyvers==0.2.3 omegaconf==2.4.0 codetiming==1.4.0 orjson==3.13.0 torchdata==0.11.0 peft==0.21.2 cachetools==8.0.2 \
+    uvicorn==0.54.0 fastapi==0.165.0 starlette==1.10.0 opentelemetry-api==1.45.2 pyzmq==27.3.0 msgspec==0.22.0 \
+    hydra-core==1.3.8 antlr4-python3-runtime==4.9.3
+  touch "$VERL09_DEPS/.complete"
+fi
+VERL08=${DARLING_VERL08:-$HOME/.cache/darling/verl-0.8.0}
+if [ "${DARLING_SKIP_VERL:-0}" != 1 ] && [ ! -f "$VERL08/.complete" ]; then
+  rm -rf "$VERL08"
+  .venv/bin/pip install -q --no-deps --target "$VERL08" verl==0.8.0
+  touch "$VERL08/.complete"
+fi
 echo "ready: .venv (darling $(.venv/bin/darling --version | cut -d' ' -f2)), vLLM env $VLLM_VENV"

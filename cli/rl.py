@@ -45,6 +45,13 @@ RL_PARAMS = [
 
 
 def rl_train(config: RLTrainConfig, resume: bool) -> None:
+    if config.engine == "verl":
+        from darling.rl.verl_recipe import run_verl  # loads polars when run
+
+        config.validate()
+        script = run_verl(config)
+        out.print(f"verl's command: {script}" if config.dry_run else f"policy saved to {config.output}/final")
+        return
     from darling.core.pooling_client import PoolingServerError  # loads httpx, numpy when run
     from darling.core.reward_model import RewardServerError  # loads httpx, numpy when run
     from darling.rl.train import rl_train as train  # loads polars when run

@@ -26,6 +26,7 @@ CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within
 # with long reasoning: the problem, then this instruction, in one user turn under the chat template.
 PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
 SCALE_REWARDS = ("none", "group", "batch")
+ENGINES = ("trl", "verl")
 REPORT_TO = ("none", "tensorboard", "wandb")
 # GRPOConfig fields rl-train sets from its own fields: set them there, not through ``grpo``.
 OWN_GRPO_FIELDS = {
@@ -186,6 +187,16 @@ class RLTrainConfig(CommandConfig):
     )
     seed: int = option(0, help="Seed of TRL's sampling and data order.")
     threads: int | None = option(1, help="torch CPU threads; none = torch's default.")
+    engine: str = option(
+        "trl",
+        choices=ENGINES,
+        help="trl: train here with TRL's GRPOTrainer; verl: the same settings as verl's data and `python -m "
+        "verl.trainer.main_ppo` command (OUTPUT/verl/), run here (GPU nodes with verl >= 0.7.1), the policy merged "
+        "into OUTPUT/final. Math quality only.",
+    )
+    verl_gpus: int = option(8, help="--engine verl: training GPUs per node (verl's trainer.n_gpus_per_node).")
+    verl_nodes: int = option(1, help="--engine verl: nodes (verl's trainer.nnodes).")
+    dry_run: bool = option(False, help="--engine verl: write OUTPUT/verl/ (data, main_ppo.sh) and run nothing.")
     grpo: dict[str, Any] = option(
         factory=dict,
         flag=False,
@@ -193,6 +204,10 @@ class RLTrainConfig(CommandConfig):
     )
 
     def check(self) -> None:
+        if self.dry_run and self.engine != "verl":
+            raise UserInputError("--dry-run writes verl's command: it goes with --engine verl")
+        if self.engine == "verl" and (self.verl_gpus < 1 or self.verl_nodes < 1):
+            raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
         if self.diversity and self.classifier is None:
             raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --no-diversity")
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):

@@ -78,6 +78,27 @@ class VerlSettings:
         values["classifier_urls"] = (urls,) if isinstance(urls, str) else tuple(urls)
         return cls(**values)
 
+    @classmethod
+    def from_config(cls, config: Any) -> VerlSettings:
+        """The ``darling`` node of a verl trainer config (``+darling.classifier=DIR`` and the other fields as
+        ``+darling.KEY=VALUE`` overrides): how the agent-loop managers of verl >= 0.7.1 get their settings."""
+        node = config.get("darling") if config is not None else None
+        if not node:
+            raise ValueError(
+                "the DARLING agent-loop manager needs its settings in the trainer config: add "
+                "+darling.classifier=<exported classifier dir> (and, if served, '+darling.classifier_urls=[URL,...]')"
+            )
+        if isinstance(node, dict):
+            values = dict(node)
+        else:  # an OmegaConf node (verl's configs are): resolved into plain values, lists for ListConfig
+            from omegaconf import OmegaConf
+
+            values = cast("dict[str, Any]", OmegaConf.to_container(node, resolve=True))
+        try:
+            return cls.from_kwargs(values)
+        except TypeError as error:
+            raise ValueError(f"darling.*: {error}") from None
+
     def __post_init__(self) -> None:
         _ = self.darling  # DarlingConfig checks combine/norm/floor: fail when verl builds the reward, not mid-run
         if self.correct_only and self.floor == 0 and self.combine != "quality":
@@ -138,36 +159,56 @@ def check_group_sizes(groups: dict[Hashable, list[int]], allowed: tuple[int, ...
     )
 
 
+def group_scores(
+    groups: Sequence[Sequence[str]], quality: Sequence[Sequence[float]], settings: VerlSettings
+) -> list[list[dict[str, float]]]:
+    """The DARLING reward of whole groups (one per prompt) whose qualities are known: per response ``score`` (the
+    reward), ``quality``, ``diversity`` and its group's ``distinct``. Every verl hook ends here, so the reward is the
+    same function of (texts, qualities) whichever verl version or trainer calls it."""
+    result = darling_rewards(
+        [list(g) for g in groups], [[float(q) for q in qs] for qs in quality], scorer(settings), settings.darling
+    )
+    return [
+        [
+            {"score": float(r), "quality": float(q), "diversity": float(d), "distinct": float(distinct)}
+            for r, q, d in zip(rewards, qs, div, strict=True)
+        ]
+        for rewards, qs, div, distinct in zip(
+            result.rewards, result.quality, result.diversity, result.distinct, strict=True
+        )
+    ]
+
+
 def score_groups(
     texts: Sequence[str],
     keys: Sequence[Hashable],
-    ground_truths: Sequence[Any],
+    quality: Sequence[float],
     settings: VerlSettings,
     validate: bool | None = None,
 ) -> list[dict[str, float]]:
-    """Per response, in the rows' own order: ``score`` (the reward), ``quality``, ``diversity``, group ``distinct``."""
-    if not (len(texts) == len(keys) == len(ground_truths)):
-        raise ValueError("responses, group keys and ground truths must have the same length")
-    groups = list(group_rows(keys).items())
-    check_group_sizes(dict(groups), settings.group_sizes(validate))
-    quality = math_quality(list(texts), [None if g is None else str(g) for g in ground_truths])
-    members = [rows for _, rows in groups]
-    result = darling_rewards(
-        [[texts[i] for i in rows] for rows in members],
-        [[quality[i] for i in rows] for rows in members],
-        scorer(settings),
-        settings.darling,
+    """``group_scores`` of rows grouped by ``keys`` wherever they sit, returned in the rows' own order."""
+    if not (len(texts) == len(keys) == len(quality)):
+        raise ValueError("responses, group keys and qualities must have the same length")
+    grouped = group_rows(keys)
+    check_group_sizes(grouped, settings.group_sizes(validate))
+    groups = list(grouped.values())
+    scored = group_scores(
+        [[texts[i] for i in rows] for rows in groups], [[quality[i] for i in rows] for rows in groups], settings
     )
     scores: list[dict[str, float]] = [{} for _ in texts]
-    for rows, rewards, div, distinct in zip(members, result.rewards, result.diversity, result.distinct, strict=True):
-        for row, reward, d in zip(rows, rewards, div, strict=True):
-            scores[row] = {
-                "score": float(reward),
-                "quality": quality[row],
-                "diversity": float(d),
-                "distinct": float(distinct),
-            }
+    for rows, group in zip(groups, scored, strict=True):
+        for row, score in zip(rows, group, strict=True):
+            scores[row] = score
     return scores
+
+
+def compute_quality(
+    data_source: Any, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None, **kwargs: Any
+) -> float:
+    """The paper's math quality for verl's per-sample reward loop (``reward.custom_reward_function``, verl >= 0.7.1):
+    1.0 when math-verify finds ``ground_truth`` in the response, else 0.0. The DARLING agent-loop manager
+    (``darling.rl.verl_agent_loop``) multiplies it, or any other reward function's score, by the group's diversity."""
+    return math_quality([solution_str], [None if ground_truth is None else str(ground_truth)])[0]
 
 
 def prompt_keys(data_sources: Sequence[Any], extra_infos: Sequence[dict[str, Any] | None], group_key: str) -> list:
@@ -193,7 +234,8 @@ def compute_score(
     """verl ``batch`` reward manager entry point: one dict per response, ``score`` is the reward."""
     settings = VerlSettings.from_kwargs(reward_kwargs)
     keys = prompt_keys(data_sources, extra_infos, settings.group_key)
-    return score_groups(solution_strs, keys, ground_truths, settings)
+    quality = math_quality(list(solution_strs), [None if g is None else str(g) for g in ground_truths])
+    return score_groups(solution_strs, keys, quality, settings)
 
 
 class DarlingRewardManager:
@@ -231,7 +273,8 @@ class DarlingRewardManager:
         texts = [self.tokenizer.decode(responses[i][:n], skip_special_tokens=True) for i, n in enumerate(lengths)]
         truths = [rm.get("ground_truth") for rm in data.non_tensor_batch["reward_model"]]
         validate = bool(data.meta_info.get("validate", False))
-        scores = score_groups(texts, self.group_keys(data), truths, self.settings, validate)
+        quality = math_quality(texts, [None if g is None else str(g) for g in truths])
+        scores = score_groups(texts, self.group_keys(data), quality, self.settings, validate)
         reward = torch.zeros_like(responses, dtype=torch.float32)
         for i, (n, s) in enumerate(zip(lengths, scores, strict=True)):
             reward[i, max(n, 1) - 1] = s["score"]  # verl reads the reward at the last response token
