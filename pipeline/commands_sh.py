@@ -152,9 +152,14 @@ def rl_block(c: PipelineConfig) -> StageCommands:
     runs = [rl_step(c)] + ([rl_step(c, grpo=True)] if c.grpo_baseline else [])
     warmup = warmup_step(c)
     cfg = (warmup or runs[0]).config
-    where = (
-        f"{cfg.policy}, TRL GRPOTrainer, {c.rl_processes} process(es) per run"
+    engine = (
+        f"verl main_ppo on {c.rl_processes} GPU(s) per run"
+        if c.rl_engine == "verl"
+        else f"TRL GRPOTrainer, {c.rl_processes} process(es) per run"
         + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
+    )
+    where = (
+        f"{cfg.policy}, {engine}"
         + (", the classifier on serve-classifier replicas" if c.serve_classifier else ", the classifier in process")
         + (", the reward model on serve-reward-model replicas" if c.serve_reward_model else "")
         + (f"; a {c.rl_warmup.get('max_steps', '')}-step GRPO warm-up, then" if c.rl_warmup else ";")
@@ -211,7 +216,7 @@ def stop_pid(var: str, why: str) -> str:
 def trl_server(c: PipelineConfig) -> bool:
     """The RL runs generate with TRL's own vLLM server (``use_vllm`` and ``vllm_mode = server``)."""
     config = rl_step(c).config
-    return bool(config.use_vllm) and config.vllm_mode == "server"
+    return c.rl_engine == "trl" and bool(config.use_vllm) and config.vllm_mode == "server"
 
 
 def trl_server_lines(c: PipelineConfig, run: Step) -> list[str]:
@@ -330,7 +335,7 @@ def input_files(config: PipelineConfig) -> dict[Path, str]:
         files[input_path(config, "generators.json")] = _json({"generators": config.datagen["generators"]})
     for name, model in eval_models(config).items() if config.evaluate_math else ():
         files[input_path(config, f"eval-math-{name}.json")] = _json({"generators": [eval_generator(config, model)]})
-    if config.rl_accelerate:
+    if config.rl_accelerate and config.rl_engine == "trl":
         files[input_path(config, "accelerate.yaml")] = accelerate_config(config.rl_accelerate, config.rl_processes)
     return files
 

@@ -65,6 +65,9 @@ _RL_WIRED = (
     "threads",
     "diversity",
     "prune_checkpoints",
+    "engine",
+    "verl_gpus",
+    "verl_nodes",
 )
 SECTIONS: dict[str, Section] = {
     "datagen": Section(RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",)),
@@ -142,7 +145,16 @@ class PipelineConfig(CommandConfig):
     evaluate_creative: bool = option(
         False, help="Run eval-creative (EQ-Bench creative writing v3 rubric; [eval_creative] bench_dir is yours)."
     )
-    rl_processes: int = option(1, help="Processes of each RL run (`accelerate launch --num_processes`).")
+    rl_engine: str = option(
+        "trl",
+        choices=("trl", "verl"),
+        help="trl: each RL run is `rl-train` on TRL (under rl_accelerate); verl: `rl-train --engine verl`, verl's "
+        "main_ppo on rl_processes GPUs (rl_gpus) with darling's agent-loop manager (verl >= 0.7.1 on the node; "
+        "math quality; rl_accelerate unused).",
+    )
+    rl_processes: int = option(
+        1, help="Processes of each RL run (`accelerate launch --num_processes`); rl_engine verl: its GPUs per node."
+    )
     rl_accelerate: str | None = option(
         None,
         choices=ACCELERATE_CONFIGS,

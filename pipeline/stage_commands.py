@@ -303,11 +303,15 @@ def _rl_run(c: PipelineConfig, folder: str, diversity: bool, own: dict[str, Any]
         wired["classifier_urls"] = classifier_urls(c)
     if c.serve_reward_model:
         wired["reward_model_urls"] = reward_urls(c)
+    if c.rl_engine == "verl":
+        wired.update(engine="verl", verl_gpus=c.rl_processes, verl_nodes=c.nodes)
     config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
     if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
         raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
     launcher: list[str] = []
-    if c.rl_accelerate:
+    if c.rl_engine == "verl":  # verl starts its own Ray workers on the GPUs it sees
+        launcher = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
+    elif c.rl_accelerate:
         env = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
         accelerate = ["accelerate", "launch", "--config_file", str(input_path(c, "accelerate.yaml"))]
         launcher = [*env, *accelerate, "--num_processes", str(c.rl_processes)]

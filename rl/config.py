@@ -27,6 +27,13 @@ CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within
 PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
 SCALE_REWARDS = ("none", "group", "batch")
 ENGINES = ("trl", "verl")
+# TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged), for --engine verl
+VERL_LOSS_AGG = {
+    "dapo": "token-mean",
+    "bnpo": "token-mean",
+    "grpo": "seq-mean-token-mean",
+    "dr_grpo": "seq-mean-token-sum-norm",
+}
 REPORT_TO = ("none", "tensorboard", "wandb")
 # GRPOConfig fields rl-train sets from its own fields: set them there, not through ``grpo``.
 OWN_GRPO_FIELDS = {
@@ -206,8 +213,8 @@ class RLTrainConfig(CommandConfig):
     def check(self) -> None:
         if self.dry_run and self.engine != "verl":
             raise UserInputError("--dry-run writes verl's command: it goes with --engine verl")
-        if self.engine == "verl" and (self.verl_gpus < 1 or self.verl_nodes < 1):
-            raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
+        if self.engine == "verl":
+            self.check_verl()
         if self.diversity and self.classifier is None:
             raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --no-diversity")
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):
@@ -246,6 +253,17 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(
                 f"per-device batch x steps per generation = {per_process} must be a multiple of "
                 f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
+            )
+
+    def check_verl(self) -> None:
+        """What ``--engine verl``'s recipe covers (``darling.rl.verl_recipe``)."""
+        if self.verl_gpus < 1 or self.verl_nodes < 1:
+            raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
+        if self.quality != "math" or self.reward_model is not None:
+            raise UserInputError("--engine verl: the recipe covers the math quality (math-verify); use TRL for others")
+        if self.loss_type not in VERL_LOSS_AGG or self.scale_rewards == "batch":
+            raise UserInputError(
+                f"--engine verl: loss_type must be one of {', '.join(VERL_LOSS_AGG)} and scale_rewards none or group"
             )
 
     def darling(self) -> DarlingConfig:

@@ -26,7 +26,8 @@ from typing import Any
 from verl.experimental.agent_loop import AgentLoopManager
 from verl.utils.ray_utils import auto_await
 
-from darling.rl.verl_reward import VerlSettings, group_rows, group_scores
+from darling.classifier.export import read_export_meta
+from darling.rl.verl_reward import VerlSettings, group_scores, rows_to_score
 
 EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's reward extra info
 
@@ -34,6 +35,10 @@ EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's rew
 def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSettings:
     """Refuse, when verl builds the manager, what would make the DARLING reward wrong rather than fail mid-run."""
     settings = VerlSettings.from_config(config)
+    if settings.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
+        if not settings.classifier:
+            raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
+        read_export_meta(settings.classifier)
     if config.algorithm.get("adv_estimator") == "remax":
         raise ValueError("DARLING with adv_estimator=remax: its greedy baseline rows would join the prompts' groups")
     if reward_loop_worker_handles is None:
@@ -81,21 +86,6 @@ class DarlingAgentLoopManager(AgentLoopManager):
         # the classifier blocks: off the event loop that verl's async calls share
         await asyncio.to_thread(rewrite_batch, output, uids, n, validate, self.tokenizer, self.darling)
         return output
-
-
-def rows_to_score(uids: Sequence[str], n: int, validate: bool) -> list[list[int]]:
-    """Each prompt's rows: all ``n`` of them in training (any other count is an error); in validation its first
-    ``n``: verl's ``_validate`` pads a batch with copies of its first rows (same uid), cut off after generation."""
-    groups = group_rows(uids)
-    if not validate:
-        odd = [(uid, len(rows)) for uid, rows in groups.items() if len(rows) != n]
-        if odd:
-            uid, size = odd[0]
-            raise ValueError(
-                f"prompt uid {uid} has {size} responses, rollout.n is {n}: the DARLING reward needs each "
-                "prompt's whole group in one step"
-            )
-    return [[int(i) for i in rows[:n]] for rows in groups.values()]
 
 
 def rewrite_batch(output, uids: Sequence[str], n: int, validate: bool, tokenizer, settings: VerlSettings) -> None:

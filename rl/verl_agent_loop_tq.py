@@ -55,6 +55,7 @@ class Group:
     def fail(self, error: BaseException) -> None:
         if not self.scored.done():
             self.scored.set_exception(GroupFailed(f"a session of this prompt failed: {error!r}"))
+            self.scored.exception()  # retrieved: asyncio need not warn when no sibling is left to wait
 
     async def wait(self) -> None:
         await asyncio.shield(self.scored)

@@ -13,6 +13,8 @@ Hydra config.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import shlex
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import polars as pl
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
-from darling.rl.config import RLTrainConfig
+from darling.rl.config import VERL_LOSS_AGG, RLTrainConfig
 
 MANAGER = "darling.rl.verl_agent_loop.DarlingAgentLoopManager"
 # TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged)
@@ -77,12 +79,7 @@ def batch_shape(config: RLTrainConfig, gpus: int) -> tuple[int, int, int]:
 
 def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: int = 1) -> list[str]:
     """``main_ppo`` overrides (``key=value`` lines) for ``config`` on ``nodes`` x ``gpus`` GPUs."""
-    if config.quality != "math" or config.reward_model is not None:
-        raise UserInputError("--engine verl: the recipe covers the math quality (math-verify); use TRL for the others")
-    if config.loss_type not in LOSS_AGG or config.scale_rewards not in STD_SCALING:
-        raise UserInputError(
-            f"--engine verl: loss_type must be one of {sorted(LOSS_AGG)} and scale_rewards one of {sorted(STD_SCALING)}"
-        )
+    config.check_verl()
     prompts, mini, updates = batch_shape(config, gpus * nodes)
     lines = [
         f"data.train_files={train_file}",
@@ -95,7 +92,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         f"actor_rollout_ref.actor.optim.lr={config.learning_rate}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={config.per_device_train_batch_size}",
-        f"actor_rollout_ref.actor.loss_agg_mode={LOSS_AGG[config.loss_type]}",
+        f"actor_rollout_ref.actor.loss_agg_mode={VERL_LOSS_AGG[config.loss_type]}",
         f"actor_rollout_ref.actor.use_kl_loss={config.beta > 0}",
         f"actor_rollout_ref.actor.kl_loss_coef={config.beta}",
         "actor_rollout_ref.actor.entropy_coeff=0",
@@ -106,7 +103,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={config.grpo.get('vllm_tensor_parallel_size', 1)}",
         f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={config.per_device_train_batch_size}",
         "algorithm.adv_estimator=grpo",
-        f"algorithm.norm_adv_by_std_in_grpo={STD_SCALING[config.scale_rewards]}",
+        f"algorithm.norm_adv_by_std_in_grpo={config.scale_rewards == 'group'}",  # verl scales by the group's std
         "algorithm.use_kl_in_reward=False",
         "reward.custom_reward_function.path=pkg://darling.rl.verl_reward",
         "reward.custom_reward_function.name=compute_quality",
@@ -119,7 +116,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         f"trainer.default_local_dir={config.output.resolve() / 'verl' / 'checkpoints'}",  # verl resumes from it
         "trainer.project_name=darling",
         f"trainer.experiment_name={config.output.name}",
-        f"trainer.logger=[{','.join(['console', *[r for r in config.report_to if r != 'none']])}]",
+        f"trainer.logger=[{','.join(['console', 'file', *[r for r in config.report_to if r != 'none']])}]",
         f"data.seed={config.seed}",
     ]
     if config.diversity:
@@ -165,7 +162,10 @@ def run_verl(config: RLTrainConfig) -> Path:
         return script
     if importlib.util.find_spec("verl") is None:
         raise UserInputError("--engine verl: verl is not installed here (pip install verl==0.9.1 on the GPU nodes)")
-    subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], check=True)
+    # verl's file logger truncates its file when it starts: one file per launch, so a resumed run keeps the earlier
+    metrics = folder / f"metrics-{len(list(folder.glob('metrics-*.jsonl')))}.jsonl"
+    env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(metrics)}
+    subprocess.run([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], check=True, env=env)
     checkpoints = folder / "checkpoints"
     step = (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
     merge = ["-m", "verl.model_merger", "merge", "--backend", "fsdp"]
@@ -176,4 +176,22 @@ def run_verl(config: RLTrainConfig) -> Path:
         str(config.output / "final"),
     ]
     subprocess.run([sys.executable, *merge], check=True)
+    history = log_history(sorted(folder.glob("metrics-*.jsonl"), key=lambda p: int(p.stem.split("-")[1])))
+    atomic_write_bytes(config.output / "log_history.json", (json.dumps(history, indent=2) + "\n").encode())
     return script
+
+
+def log_history(files: list[Path]) -> list[dict]:
+    """verl's per-step metrics (its file logger: a JSON line ``{"step", "data"}`` per step) as ``rl-train``'s
+    ``log_history.json``: ``reward`` is verl's ``critic/score/mean``, every metric kept as ``verl/<name>``; a step
+    logged twice (a resumed run) keeps its last record."""
+    steps: dict[int, dict] = {}
+    for path in files:
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            data = record["data"]
+            row = {"step": record["step"], **{f"verl/{k}": v for k, v in data.items()}}
+            if "critic/score/mean" in data:
+                row["reward"] = data["critic/score/mean"]
+            steps[record["step"]] = row
+    return [steps[k] for k in sorted(steps)]

@@ -144,6 +144,21 @@ def group_rows(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
     return groups
 
 
+def rows_to_score(uids: Sequence[str], n: int, validate: bool) -> list[list[int]]:
+    """Each prompt's rows: all ``n`` of them in training (any other count is an error); in validation its first
+    ``n``: verl's ``_validate`` pads a batch with copies of its first rows (same uid), cut off after generation."""
+    groups = group_rows(uids)
+    if not validate:
+        odd = [(uid, len(rows)) for uid, rows in groups.items() if len(rows) != n]
+        if odd:
+            uid, size = odd[0]
+            raise ValueError(
+                f"prompt uid {uid} has {size} responses, rollout.n is {n}: the DARLING reward needs each "
+                "prompt's whole group in one step"
+            )
+    return [[int(i) for i in rows[:n]] for rows in groups.values()]
+
+
 def check_group_sizes(groups: dict[Hashable, list[int]], allowed: tuple[int, ...]) -> None:
     """Every group of a batch holds the same number of responses, one of ``allowed`` (nothing checked if empty)."""
     sizes = Counter(len(rows) for rows in groups.values())

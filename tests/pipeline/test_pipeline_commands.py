@@ -26,8 +26,10 @@ def test_stage_tables_presets_and_identity(tmp_path):
     identity = cpu.identity()
     assert next(iter(identity)) == "preset" and identity["rl.floor"] == 0.1 and identity["rl.max_steps"] == 2
     assert "output" not in identity and "threads" not in identity and "jobs" not in identity
-    compare = build_config("cpu-compare", tmp_path)  # base = "cpu", 48 steps
-    assert compare.rl == {**build_config("cpu", tmp_path).rl, "max_steps": 48} and compare.preset == "cpu-compare"
+    compare = build_config("cpu-compare", tmp_path)  # base = "cpu", 4 prompts per step
+    cpu_again = build_config("cpu", tmp_path)
+    assert compare.rl == {**cpu_again.rl, "per_device_train_batch_size": 32} and compare.preset == "cpu-compare"
+    assert compare.rl_warmup == {**cpu_again.rl_warmup, "per_device_train_batch_size": 16}
     for bad, message in [
         ({"nope": 1}, "unknown option 'nope'"),
         ({"rl.max_steps": "x"}, "[rl]: option 'max_steps': cannot read 'x'"),
@@ -187,6 +189,31 @@ def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "needs-gpu" and manifest["cuda_available"] is False
     assert manifest["config"]["preset"] == "paper" and manifest["command_line"].startswith("darling pipeline")
+
+
+def test_paper_preset_with_verl_writes_rl_train_engine_verl_and_its_command_writes_main_ppo(tmp_path):
+    """`--rl-engine verl`: each RL run is `rl-train --engine verl` on the RL GPUs (no accelerate), beside the served
+    classifier; the DARLING line of commands.sh, run as written with --dry-run (and packaged problems for the hub
+    dataset), writes main_ppo.sh with darling's agent-loop manager and the served replicas."""
+    run = tmp_path / "paper"
+    result = darling("pipeline", "--preset", "paper", "--rl-engine", "verl", "--output", run, "--dry-run", timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    script = (run / "commands.sh").read_text()
+    lines = [line for line in script.splitlines() if "darling rl-train" in line]
+    assert len(lines) == 2 and all("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 darling rl-train" in line for line in lines)
+    assert all("--engine verl --verl-gpus 6" in line for line in lines) and "accelerate launch" not in script
+    assert not (run / "inputs" / "accelerate.yaml").exists()
+    darling_line = next(line for line in lines if '--output "$RUN/rl"' in line)
+    assert "--no-diversity" in next(line for line in lines if line is not darling_line)
+    words = shlex.split(darling_line.replace("$RUN", str(run)).split("|| ", 1)[1].split(" $(", 1)[0])
+    words = words[words.index("darling") + 1 :]
+    (run / "classifier").mkdir()  # written by the classifier stage before RL; the dry run only names it
+    done = darling(*words, "--dry-run", "--problems", "gsm8k", "--limit", "8", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    main_ppo = (run / "rl" / "verl" / "main_ppo.sh").read_text()
+    assert "agent_loop_manager_class=darling.rl.verl_agent_loop.DarlingAgentLoopManager" in main_ppo
+    assert "+darling.classifier_urls=[http://127.0.0.1:8100,http://127.0.0.1:8101]" in main_ppo
+    assert "trainer.n_gpus_per_node=6" in main_ppo and "actor_rollout_ref.rollout.n=8" in main_ppo
 
 
 def test_dry_run_then_a_changed_setting_or_preset_is_refused(tmp_path):

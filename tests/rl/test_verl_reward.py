@@ -14,7 +14,7 @@ from verl_responses import OPTIONS, RESPONSES, VALIDATION
 
 from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
-from darling.rl.verl_reward import VerlSettings, compute_score, group_rows
+from darling.rl.verl_reward import VerlSettings, compute_score, group_rows, rows_to_score
 
 VERL_DEPS = Path(os.environ.get("DARLING_VERL_DEPS", Path.home() / ".cache/darling/verl-deps"))
 SCRIPT = SCRIPTS / "verl_script.py"
@@ -193,3 +193,27 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
     assert "group ('arith-" in result["lost_response"] and "has 3 responses" in result["lost_response"]
     assert "val_num_generations" in result["val_n2"]
     assert result["server_down"].startswith("PoolingServerError")
+
+
+def test_settings_from_a_verl_config_node():
+    """The agent-loop managers read `+darling.KEY=VALUE`: the same fields and checks as the reward kwargs."""
+    settings = VerlSettings.from_config(
+        {"darling": {"classifier": "clf", "floor": 0.1, "classifier_urls": "http://h:1"}}
+    )
+    assert (settings.classifier, settings.floor, settings.classifier_urls) == ("clf", 0.1, ("http://h:1",))
+    with pytest.raises(ValueError, match=r"\+darling.classifier="):
+        VerlSettings.from_config({"trainer": {}})
+    with pytest.raises(ValueError, match="darling.*: unknown DARLING reward setting"):
+        VerlSettings.from_config({"darling": {"clasifier": "typo"}})
+    with pytest.raises(ValueError, match="correct_only with floor 0"):
+        VerlSettings.from_config({"darling": {"classifier": "clf", "correct_only": True}})
+
+
+def test_rows_of_a_step_and_of_a_padded_validation_batch():
+    """Training: every prompt's n rows wherever they sit, any other count refused; validation: each prompt's first
+    n rows (verl's _validate pads with copies of the first rows, same uid, cut off afterwards)."""
+    assert rows_to_score(["a", "b", "a", "b"], 2, validate=False) == [[0, 2], [1, 3]]
+    with pytest.raises(ValueError, match="prompt uid b has 1 responses, rollout.n is 2"):
+        rows_to_score(["a", "b", "a"], 2, validate=False)
+    padded = ["u0", "u1", "u2", "u0", "u1"]  # 3 prompts x val n = 1, padded to 5 rows
+    assert rows_to_score(padded, 1, validate=True) == [[0], [1], [2]]
