@@ -28,6 +28,7 @@ from darling.datagen.problems import load_problems
 from darling.rl.config import VERL_LOSS_AGG, RLTrainConfig
 
 MANAGER = "darling.rl.verl_agent_loop.DarlingAgentLoopManager"
+DATA_FILE = "train.parquet"
 # TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged)
 LOSS_AGG = {
     "dapo": "token-mean",
@@ -55,7 +56,7 @@ def write_verl_data(config: RLTrainConfig, folder: Path) -> Path:
         for i, p in enumerate(problems)
     ]
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "train.parquet"
+    path = folder / DATA_FILE
     tmp = path.with_suffix(".parquet.tmp")
     pl.DataFrame(rows).write_parquet(tmp)
     tmp.replace(path)  # never a half-written file where verl looks
@@ -153,7 +154,8 @@ def run_verl(config: RLTrainConfig) -> Path:
     checkpoint's actor into ``OUTPUT/final`` (a Hugging Face folder, as ``--engine trl`` leaves). Returns the script.
     A rerun resumes: verl continues from its last checkpoint (``trainer.resume_mode=auto``)."""
     folder = config.output.resolve() / "verl"
-    overrides = verl_overrides(config, write_verl_data(config, folder), config.verl_gpus, config.verl_nodes)
+    overrides = verl_overrides(config, folder / DATA_FILE, config.verl_gpus, config.verl_nodes)  # refusals first
+    write_verl_data(config, folder)
     script = folder / "main_ppo.sh"
     atomic_write_bytes(
         script, ("#!/usr/bin/env bash\nset -euo pipefail\n" + main_ppo_command(overrides) + "\n").encode()
