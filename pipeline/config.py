@@ -220,6 +220,12 @@ class PipelineConfig(CommandConfig):
             raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
         if self.jobs < 1 or self.rl_processes < 1:
             raise UserInputError(f"jobs and rl_processes must be >= 1, got {self.jobs} and {self.rl_processes}")
+        if self.rl_engine == "verl" and self.nodes > 1:
+            raise UserInputError(
+                "rl_engine verl on several nodes needs one Ray cluster across them (verl's own multi-node set-up), "
+                "which the pipeline does not start: run RL on one node, or `rl-train --engine verl --verl-nodes N` "
+                "on a Ray cluster yourself"
+            )
         for name, section in SECTIONS.items():
             setattr(self, name, checked_table(name, section, getattr(self, name)))
         if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):

@@ -72,7 +72,8 @@ class Step:
     def line(self, run: Path) -> str:
         """The shell line: ``VAR=value`` assignments, the launcher, ``-m darling`` (or ``darling`` alone)."""
         launch = [w if ENV_ASSIGNMENT.match(w) else shell_word(run_relative(w, run)) for w in self.launcher]
-        head = [*launch, "-m", "darling"] if self.launcher else ["darling"]
+        program = any(not ENV_ASSIGNMENT.match(w) for w in self.launcher)  # torchrun, accelerate: they run a module
+        head = [*launch, "-m", "darling"] if program else [*launch, "darling"]
         return " ".join([*head, *(shell_word(w) for w in self.argv(run)), *self.shell_params.values()])
 
 

@@ -23,6 +23,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from verl.experimental.agent_loop import AgentLoopManager
 from verl.utils.ray_utils import auto_await
 
@@ -90,8 +91,6 @@ class DarlingAgentLoopManager(AgentLoopManager):
 
 def rewrite_batch(output, uids: Sequence[str], n: int, validate: bool, tokenizer, settings: VerlSettings) -> None:
     """``rm_scores`` (quality at each response's last token) -> the DARLING reward, in place, with the extra info."""
-    import numpy as np
-
     if "rm_scores" not in output.batch.keys():  # noqa: SIM118 - TensorDict refuses `in` without .keys()
         raise RuntimeError("no rm_scores after generation: DARLING needs verl's streaming reward loop")
     scores = output.batch["rm_scores"]

@@ -214,6 +214,22 @@ def test_paper_preset_with_verl_writes_rl_train_engine_verl_and_its_command_writ
     assert "agent_loop_manager_class=darling.rl.verl_agent_loop.DarlingAgentLoopManager" in main_ppo
     assert "+darling.classifier_urls=[http://127.0.0.1:8100,http://127.0.0.1:8101]" in main_ppo
     assert "trainer.n_gpus_per_node=6" in main_ppo and "actor_rollout_ref.rollout.n=8" in main_ppo
+    several = darling(
+        "pipeline",
+        "--preset",
+        "paper",
+        "--rl-engine",
+        "verl",
+        "--launcher",
+        "slurm",
+        "--nodes",
+        "2",
+        "--output",
+        tmp_path / "slurm",
+        "--dry-run",
+        timeout=300,
+    )
+    assert_one_line_error(several, "rl_engine verl on several nodes needs one Ray cluster across them")
 
 
 def test_dry_run_then_a_changed_setting_or_preset_is_refused(tmp_path):
