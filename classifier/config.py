@@ -19,6 +19,12 @@ from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 THRESHOLD_OBJECTIVES = ("accuracy", "balanced_accuracy", "f1")
 REPORT_TO = ("tensorboard", "wandb", "none")
 CROSS_ENCODER, BI_ENCODER = "cross-encoder", "bi-encoder"
+# The --help panels of ClassifierTrainConfig, essentials first.
+MODEL_PANEL = "Model"
+OPTIM_PANEL = "Optimisation"
+CALIBRATION_PANEL = "Validation and calibration"
+HARDWARE_PANEL = "Hardware"
+LOGGING_PANEL = "Logging and checkpoints"
 KINDS = (CROSS_ENCODER, BI_ENCODER)
 
 
@@ -33,81 +39,106 @@ class ClassifierTrainConfig(CommandConfig):
         choices=KINDS,
         help="cross-encoder: both responses in one input, a 2-class head (the paper's); bi-encoder: "
         "each response embedded alone, P(equivalent) = sigmoid(a * cos + b).",
+        panel=MODEL_PANEL,
     )
-    backbone: str = option(PACKAGED_MINILM, help="Backbone: a path, a hub name, or packaged:all-MiniLM-L6-v2.")
-    max_tokens_per_response: int = option(128, help="Tokens of each response the encoder sees.")
+    backbone: str = option(
+        PACKAGED_MINILM, help="Backbone: a path, a hub name, or packaged:all-MiniLM-L6-v2.", panel=MODEL_PANEL
+    )
+    max_tokens_per_response: int = option(128, help="Tokens of each response the encoder sees.", panel=MODEL_PANEL)
     pooling: str = option(
         "auto",
         choices=("auto", "mean", "cls", "last"),
         help="Bi-encoder pooling; auto = the backbone's own (mean for MiniLM, last for Qwen3).",
+        panel=MODEL_PANEL,
     )
     bi_loss: str = option(
         "bce",
         choices=("bce", "cosent"),
         help="Bi-encoder loss: class-weighted logistic loss of sigmoid(a cos + b), or CoSENT.",
+        panel=MODEL_PANEL,
     )
-    cache_frozen_layers: bool = option(True, help="Bi-encoder, BERT-family backbone: run frozen layers once per text.")
+    cache_frozen_layers: bool = option(
+        True, help="Bi-encoder, BERT-family backbone: run frozen layers once per text.", panel=MODEL_PANEL
+    )
     # Optimisation: AdamW, linear warm-up, then cosine decay to min_learning_rate.
-    learning_rate: float = option(2e-5, aliases=("--lr",), help="Peak learning rate (AdamW).")
-    min_learning_rate: float = option(2e-6, help="Learning rate at the end of the cosine decay.")
-    head_learning_rate: float | None = option(None, help="Learning rate of the new head (or a, b); default: lr.")
-    weight_decay: float = option(0.01, help="AdamW weight decay (not on biases and norms).")
-    warmup_steps: int = option(10, help="Linear warm-up steps.")
-    max_steps: int = option(-1, help="Optimiser steps; -1 = run `epochs` epochs.")
-    epochs: int = option(1, help="Epochs (when max_steps is -1).")
-    batch_size: int = option(16, help="Micro-batch size (pairs) per device.")
+    learning_rate: float = option(2e-5, aliases=("--lr",), help="Peak learning rate (AdamW).", panel=OPTIM_PANEL)
+    min_learning_rate: float = option(2e-6, help="Learning rate at the end of the cosine decay.", panel=OPTIM_PANEL)
+    head_learning_rate: float | None = option(
+        None, help="Learning rate of the new head (or a, b); default: lr.", panel=OPTIM_PANEL
+    )
+    weight_decay: float = option(0.01, help="AdamW weight decay (not on biases and norms).", panel=OPTIM_PANEL)
+    warmup_steps: int = option(10, help="Linear warm-up steps.", panel=OPTIM_PANEL)
+    max_steps: int = option(-1, help="Optimiser steps; -1 = run `epochs` epochs.", panel=OPTIM_PANEL)
+    epochs: int = option(1, help="Epochs (when max_steps is -1).", panel=OPTIM_PANEL)
+    batch_size: int = option(16, help="Micro-batch size (pairs) per device.", panel=OPTIM_PANEL)
     accumulate_grad_batches: int = option(
-        1, help="Micro-batches per optimiser step and device (see global_batch_size)."
+        1, help="Micro-batches per optimiser step and device (see global_batch_size).", panel=OPTIM_PANEL
     )
     global_batch_size: int | None = option(
         None,
         help="Examples per optimiser step over all devices (the paper: 64): micro-batches accumulate to it whatever "
         "the number of devices, accumulate_grad_batches = global / (batch_size x devices); none: batch_size x "
         "accumulate_grad_batches per device.",
+        panel=OPTIM_PANEL,
     )
     max_grad_norm: float | None = option(
-        1.0, help="Clip the gradient norm to this (every strategy, FSDP included); none: no clipping."
+        1.0,
+        help="Clip the gradient norm to this (every strategy, FSDP included); none: no clipping.",
+        panel=OPTIM_PANEL,
     )
-    class_weighted: bool = option(True, help="Inverse-frequency class weights in the loss.")
-    both_orders: bool = option(True, help="Cross-encoder: train on (a, b) and (b, a).")
-    freeze_layers: int = option(0, help="Freeze the embeddings and the first N encoder layers.")
-    identity_pooler: bool = option(False, help="Re-initialise a BERT pooler to pass [CLS] through.")
+    class_weighted: bool = option(True, help="Inverse-frequency class weights in the loss.", panel=OPTIM_PANEL)
+    both_orders: bool = option(True, help="Cross-encoder: train on (a, b) and (b, a).", panel=OPTIM_PANEL)
+    freeze_layers: int = option(0, help="Freeze the embeddings and the first N encoder layers.", panel=MODEL_PANEL)
+    identity_pooler: bool = option(False, help="Re-initialise a BERT pooler to pass [CLS] through.", panel=MODEL_PANEL)
     # Hardware: passed straight to lightning.Trainer.
-    accelerator: str = option("auto", help="Lightning accelerator (auto, cpu, gpu).")
-    devices: str = option("auto", help="Lightning devices (auto, 1, 8).")
-    num_nodes: int = option(1, help="Lightning nodes: > 1 under a multi-node torchrun (srun), devices per node.")
-    strategy: str = option("auto", help="Lightning strategy: auto, ddp, fsdp, deepspeed_stage_2.")
-    precision: str = option("32-true", help="Lightning precision: 32-true or bf16-mixed.")
-    gradient_checkpointing: bool = option(
-        False, help="Recompute activations in the backward pass (FSDP: its own per-layer activation checkpointing)."
+    accelerator: str = option("auto", help="Lightning accelerator (auto, cpu, gpu).", panel=HARDWARE_PANEL)
+    devices: str = option("auto", help="Lightning devices (auto, 1, 8).", panel=HARDWARE_PANEL)
+    num_nodes: int = option(
+        1, help="Lightning nodes: > 1 under a multi-node torchrun (srun), devices per node.", panel=HARDWARE_PANEL
     )
-    threads: int = option(0, help="torch CPU threads; 0 = torch's default.")
+    strategy: str = option("auto", help="Lightning strategy: auto, ddp, fsdp, deepspeed_stage_2.", panel=HARDWARE_PANEL)
+    precision: str = option("32-true", help="Lightning precision: 32-true or bf16-mixed.", panel=HARDWARE_PANEL)
+    gradient_checkpointing: bool = option(
+        False,
+        help="Recompute activations in the backward pass (FSDP: its own per-layer activation checkpointing).",
+        panel=HARDWARE_PANEL,
+    )
+    threads: int = option(0, help="torch CPU threads; 0 = torch's default.", panel=HARDWARE_PANEL)
     # Data.
-    bucket_by_length: bool = option(True, help="Length-bucketed batches with dynamic padding.")
-    val_fraction: float = option(0.15, help="Stratified, prompt-grouped validation split (without --val).")
-    seed: int = option(0, help="Seed of the split, the batch order and the head.")
-    num_workers: int = option(0, help="DataLoader workers.")
+    bucket_by_length: bool = option(True, help="Length-bucketed batches with dynamic padding.", panel=HARDWARE_PANEL)
+    val_fraction: float = option(
+        0.15, help="Stratified, prompt-grouped validation split (without --val).", panel=CALIBRATION_PANEL
+    )
+    seed: int = option(0, help="Seed of the split, the batch order and the head.", panel=CALIBRATION_PANEL)
+    num_workers: int = option(0, help="DataLoader workers.", panel=HARDWARE_PANEL)
     # Calibration.
     threshold_objective: str = option(
         "balanced_accuracy",
         choices=THRESHOLD_OBJECTIVES,
         help="What the decision threshold maximises on validation (balanced accuracy does not depend on the "
         "validation split's share of equivalent pairs).",
+        panel=CALIBRATION_PANEL,
     )
     expected_equivalent_share: float | None = option(
         None,
         help="The share of equivalent pairs you expect where the classifier is used: the threshold then maximises "
         "the accuracy expected at that share (validation reweighted to it) instead of --threshold-objective.",
+        panel=CALIBRATION_PANEL,
     )
-    symmetric: bool = option(False, help="Cross-encoder: predict with the mean of both orders.")
+    symmetric: bool = option(
+        False, help="Cross-encoder: predict with the mean of both orders.", panel=CALIBRATION_PANEL
+    )
     # Logging and checkpoints.
-    log_every_n_steps: int = option(10, help="Logging interval (steps).")
+    log_every_n_steps: int = option(10, help="Logging interval (steps).", panel=LOGGING_PANEL)
     report_to: list[str] = option(
         factory=lambda: ["tensorboard"],
         help="Loggers besides the CSV log: tensorboard, wandb (needs the wandb package), or none (repeatable).",
+        panel=LOGGING_PANEL,
     )
-    checkpoint_every_n_steps: int = option(50, help="Checkpoint interval (steps); --resume continues from the last.")
-    trust_remote_code: bool = option(False, help="Allow a backbone's own Python code (off: safer).")
+    checkpoint_every_n_steps: int = option(
+        50, help="Checkpoint interval (steps); --resume continues from the last.", panel=LOGGING_PANEL
+    )
+    trust_remote_code: bool = option(False, help="Allow a backbone's own Python code (off: safer).", panel=MODEL_PANEL)
 
     def check(self) -> None:
         if self.max_steps < 1 and self.epochs < 1:

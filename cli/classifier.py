@@ -19,21 +19,25 @@ DOC = """Train, calibrate and export the equivalence classifier (either kind).
 
 Example (CPU, the packaged MiniLM encoder, NoveltyBench's 1,000 human-labelled pairs built in):
 
-    darling train-classifier --preset cpu --data noveltybench --output runs/clf
+    darling train-classifier --preset cpu --data noveltybench \\
+        --output runs/clf
 
 The paper's kind, a cross-encoder, on the same CPU backbone:
 
-    darling train-classifier --preset cpu-cross --data noveltybench --output runs/clf-cross
+    darling train-classifier --preset cpu-cross --data noveltybench \\
+        --output runs/clf-cross
 
 Your own pairs (fields prompt, generation_0, generation_1, similar), a fixed validation set:
 
-    darling train-classifier --data pairs.parquet --val val.jsonl --output runs/clf --epochs 3
+    darling train-classifier --data pairs.parquet --val val.jsonl \\
+        --output runs/clf --epochs 3
 
 The paper recipe on one node of 8 GPUs (FSDP, bf16 autocast, 64 pairs per optimiser step whatever the number of
 GPUs), one process per GPU:
 
-    torchrun --nproc-per-node 8 -m darling train-classifier --preset paper --devices 8 \
-        --data runs/labels/labelled.parquet --output runs/qwen3-clf
+    torchrun --nproc-per-node 8 -m darling train-classifier --preset paper \\
+        --devices 8 --data runs/labels/labelled.parquet \\
+        --output runs/qwen3-clf
 
 Every setting below is a field of `darling.classifier.ClassifierTrainConfig`; `--config FILE` (TOML/JSON/YAML)
 takes the same keys.
@@ -96,11 +100,15 @@ serve-classifier, eval novelty, eval classifier --compare, the verl entry point)
 The released classifiers (download them first, e.g. `hf download NAME`; nothing is fetched at run time
 when HF_HUB_OFFLINE=1):
 
-    darling import-classifier dogtooth/qwen3-4b-emb-finetuned-step-70-hf --format darling-math -o runs/clf-math
+    darling import-classifier dogtooth/qwen3-4b-emb-finetuned-step-70-hf \\
+        --format darling-math -o runs/clf-math
 
-    darling import-classifier dogtooth/similarity-classifier-f168-hf --format darling-chat -o runs/clf-chat
+    darling import-classifier dogtooth/similarity-classifier-f168-hf \\
+        --format darling-chat -o runs/clf-chat
 
-    darling import-classifier yimingzhang/deberta-v3-large-generation-similarity --format noveltybench -o runs/clf-nb
+    darling import-classifier \\
+        yimingzhang/deberta-v3-large-generation-similarity \\
+        --format noveltybench -o runs/clf-nb
 
 Each format is the input the model was trained with, its "equivalent" class, threshold and token budget, read
 from the code that trained and served it (`darling.classifier.import_classifier.FORMATS` cites the files); a flag

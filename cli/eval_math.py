@@ -19,11 +19,14 @@ failed sample is left out of pass@k, never counted wrong; the report says how ma
 Examples:
 
     darling eval math --problems aime24 --problems amc23 --engine vllm \\
-        --model base=Qwen/Qwen2.5-Math-1.5B --model darling=runs/rl/checkpoint-500 -n 16 --output runs/math
+        --model base=Qwen/Qwen2.5-Math-1.5B \\
+        --model darling=runs/rl/checkpoint-500 -n 16 --output runs/math
 
-    darling eval math --problems arithmetic --limit 20 --model smollm2 -n 4 --max-tokens 64 --output runs/math-cpu
+    darling eval math --problems arithmetic --limit 20 --model smollm2 \\
+        -n 4 --max-tokens 64 --output runs/math-cpu
 
-    darling eval math --output runs/math --no-generate      # report again from the saved generations
+    # report again from the saved generations
+    darling eval math --output runs/math --no-generate
 
 Every setting below is a field of `darling.evals.config.MathEvalConfig`.
 """

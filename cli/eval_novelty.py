@@ -16,8 +16,9 @@ utility = patience-weighted quality of each class's first response (--utility da
 
 Example (CPU, the packaged SmolLM2, NoveltyBench's curated prompts):
 
-    darling eval novelty --prompts curated.jsonl --model smollm2 --classifier runs/clf --limit 20 \\
-        --reward-model runs/rm --output runs/novelty-smollm2
+    darling eval novelty --prompts curated.jsonl --model smollm2 \\
+        --classifier runs/clf --limit 20 --reward-model runs/rm \\
+        --output runs/novelty-smollm2
 
 GPUs: `--engine vllm` (or `--engine openai --base-url ...`), `--classifier-url` per served replica (`darling
 serve-classifier`) and `--reward-model-url` per reward-model replica (`darling serve-reward-model`).

@@ -13,6 +13,7 @@ from darling.cli.common import out
 from darling.cli.eval_creative import eval_creative_cmd
 from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
+from darling.cli.help import HelpCommand
 from darling.cli.options import config_command
 from darling.evals.config import ClassifierEvalConfig, CompareConfig, StudyConfig
 
@@ -20,15 +21,18 @@ CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration err
 
 Example:
 
-    darling eval classifier --model runs/clf --data heldout.jsonl --output runs/clf-eval
+    darling eval classifier --model runs/clf --data heldout.jsonl \\
+        --output runs/clf-eval
 
 Two classifiers side by side (adds OUTPUT/compare/, compare.md, roc_compare.png, metrics.json "compare"):
 
-    darling eval classifier --model runs/clf --compare runs/clf-qwen --data heldout.jsonl --output runs/cmp
+    darling eval classifier --model runs/clf --compare runs/clf-qwen \\
+        --data heldout.jsonl --output runs/cmp
 
 What fine-tuning adds: the untrained backbone (cosine; a, b and threshold fitted on --fit-data) beside it:
 
-    darling eval classifier --model runs/clf --zero-shot packaged:all-MiniLM-L6-v2 --fit-data train.jsonl \\
+    darling eval classifier --model runs/clf \\
+        --zero-shot packaged:all-MiniLM-L6-v2 --fit-data train.jsonl \\
         --data heldout.jsonl --output runs/zs
 
 Metrics carry bootstrap 95% intervals (metrics.json "intervals_95").
@@ -63,9 +67,11 @@ saved, each difference paired over the same prompts or problems with a bootstrap
 
 Example (the folders `darling eval novelty`, `darling eval math` and `darling rl-train` wrote):
 
-    darling eval compare --novelty darling=runs/nov-darling --novelty grpo=runs/nov-grpo --novelty base=runs/nov-base \
-        --math darling=runs/math-darling --math grpo=runs/math-grpo --math base=runs/math-base \
-        --training darling=runs/rl --training grpo=runs/rl-grpo --k 1 --k 16 --output runs/compare
+    darling eval compare --novelty darling=runs/nov-darling \\
+        --novelty grpo=runs/nov-grpo --novelty base=runs/nov-base \\
+        --math darling=runs/math-darling --math grpo=runs/math-grpo \\
+        --math base=runs/math-base --training darling=runs/rl \\
+        --training grpo=runs/rl-grpo --k 1 --k 16 --output runs/compare
 
 Differences are every pair in the order the policies are named (darling - grpo, darling - base, grpo - base), or
 --pairs A:B. Writes OUTPUT/compare.json, report.md and curves.png. Every setting below is a field of
@@ -91,7 +97,8 @@ prompts) and one pooled interval from a hierarchical bootstrap (seeds, then prom
 
 Example (the compare folders of `darling pipeline --seeds 1,2,3`, or of your own runs):
 
-    darling eval study --compare 1=runs/study/seed-1/compare --compare 2=runs/study/seed-2/compare \
+    darling eval study --compare 1=runs/study/seed-1/compare \\
+        --compare 2=runs/study/seed-2/compare \\
         --compare 3=runs/study/seed-3/compare --output runs/study/study
 
 Writes OUTPUT/study.json and study.md. Every setting below is a field of `darling.evals.config.StudyConfig`.
@@ -114,9 +121,9 @@ def eval_study(config: StudyConfig) -> None:
 eval_study_cmd = config_command(StudyConfig, eval_study, doc=STUDY_DOC)
 
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
-eval_app.command("math")(eval_math_cmd)
-eval_app.command("novelty")(eval_novelty_cmd)
-eval_app.command("creative")(eval_creative_cmd)
-eval_app.command("classifier")(eval_classifier_cmd)
-eval_app.command("compare")(eval_compare_cmd)
-eval_app.command("study")(eval_study_cmd)
+eval_app.command("math", cls=HelpCommand)(eval_math_cmd)
+eval_app.command("novelty", cls=HelpCommand)(eval_novelty_cmd)
+eval_app.command("creative", cls=HelpCommand)(eval_creative_cmd)
+eval_app.command("classifier", cls=HelpCommand)(eval_classifier_cmd)
+eval_app.command("compare", cls=HelpCommand)(eval_compare_cmd)
+eval_app.command("study", cls=HelpCommand)(eval_study_cmd)

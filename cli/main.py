@@ -15,6 +15,7 @@ from darling.cli.classifier import import_classifier_cmd, train_classifier_cmd
 from darling.cli.common import out
 from darling.cli.datagen import datagen_app
 from darling.cli.evals import eval_app
+from darling.cli.help import HelpCommand
 from darling.cli.pipeline import pipeline_cmd
 from darling.cli.rl import rl_train_cmd, serve_classifier_cmd, serve_reward_model_cmd
 
@@ -27,12 +28,12 @@ app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 app.add_typer(datagen_app, name="datagen")
-app.command("train-classifier")(train_classifier_cmd)
-app.command("import-classifier")(import_classifier_cmd)
-app.command("rl-train")(rl_train_cmd)
-app.command("serve-classifier")(serve_classifier_cmd)
-app.command("serve-reward-model")(serve_reward_model_cmd)
-app.command("pipeline")(pipeline_cmd)
+app.command("train-classifier", cls=HelpCommand)(train_classifier_cmd)
+app.command("import-classifier", cls=HelpCommand)(import_classifier_cmd)
+app.command("rl-train", cls=HelpCommand)(rl_train_cmd)
+app.command("serve-classifier", cls=HelpCommand)(serve_classifier_cmd)
+app.command("serve-reward-model", cls=HelpCommand)(serve_reward_model_cmd)
+app.command("pipeline", cls=HelpCommand)(pipeline_cmd)
 
 
 def _version(value: bool) -> None:

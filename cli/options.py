@@ -86,7 +86,16 @@ def preset_params(cls: type[CommandConfig], default: str | None) -> list[inspect
     own = []
     if cls.PRESET_PACKAGE is not None:
         names = ", ".join(cls.preset_names())
-        own.append(param("preset", Annotated[str | None, typer.Option(help=f"Preset: {names}.")], default))
+        own.append(
+            param(
+                "preset",
+                Annotated[
+                    str | None,
+                    typer.Option(help=f"Preset: {names}. A setting not given keeps the preset's value."),
+                ],
+                default,
+            )
+        )
     return [
         *own,
         param(

@@ -9,7 +9,7 @@ import typer
 
 from darling.cli.common import err, out
 from darling.cli.options import config_command
-from darling.pipeline.config import PipelineConfig
+from darling.pipeline.config import SECTIONS, PipelineConfig
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
 -> DARLING RL and, with the same settings and seeds, its GRPO baseline -> eval math (pass@k) -> eval novelty ->
@@ -21,10 +21,10 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    # the main job, ~15 min on 2 CPU cores (rerun: finished stages skipped)
+    # the main job, ~11 min on 2 CPU cores (rerun: finished stages skipped)
     darling pipeline --preset cpu --output runs/pipe
 
-    # DARLING against GRPO over three seeds (~25 min a seed), pooled
+    # DARLING against GRPO over three seeds (15-18 min a seed), pooled
     darling pipeline --preset cpu-compare --seeds 1,2,3 --output runs/cmp
 
     # the paper chain with tiny models, on CPU; the paper's, on 8 GPUs
@@ -36,15 +36,13 @@ Examples:
         --set datagen.limit=2 --set eval_novelty.limit=2
     darling pipeline --preset paper --output runs/paper --dry-run
 
-A stage's settings are the fields of its command's config, in the table named after the stage: [datagen]
-(datagen rollouts), [pairs], [labels] (datagen label), [training_pairs], [classifier] (train-classifier, with
-its preset), [serve] (serve-classifier), [rl] (rl-train, both runs) and [rl_grpo] (the baseline only),
-[eval_math], [eval_novelty], [compare] (eval compare); `--set TABLE.FIELD=VALUE` or `--config FILE` (TOML) sets
+A stage's settings are the fields of its command's config, in the table named after the stage: {tables};
+`--set TABLE.FIELD=VALUE` or `--config FILE` (TOML) sets
 them. On a machine without CUDA, `--preset paper` writes OUTPUT/commands.sh, says it needs GPUs and exits 0. An
 interrupted run resumes with the same command; another preset or setting into the same OUTPUT is refused.
 OUTPUT/manifest.json records the command line, config, versions and SHA-256 of every file; OUTPUT/logs/ each
 stage's output.
-"""
+""".format(tables=", ".join(f"[{name}] ({section.command})" for name, section in SECTIONS.items()))
 
 
 def pipeline(config: PipelineConfig) -> None:

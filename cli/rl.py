@@ -25,7 +25,8 @@ Examples (CPU: SmolLM2-135M policy, built-in arithmetic problems, the classifier
 
     darling rl-train --preset cpu --classifier runs/clf --output runs/rl
 
-    darling rl-train --preset cpu --no-diversity --output runs/rl-grpo        # the GRPO baseline
+    # the GRPO baseline
+    darling rl-train --preset cpu --no-diversity --output runs/rl-grpo
 
 Multi-GPU: `accelerate launch --config_file deepspeed_zero3.yaml -m darling rl-train --preset paper-math
 --classifier runs/qwen3-clf --classifier-url http://node1:8000 --output runs/rl` (see README). Every setting
@@ -89,11 +90,14 @@ cross-encoder export, `--convert embed` for a bi-encoder export), in the dtype t
 
 Examples:
 
-    darling serve-classifier --model runs/clf --replicas 8 --devices 0,1,2,3,4,5,6,7 --check
+    darling serve-classifier --model runs/clf --replicas 8 \\
+        --devices 0,1,2,3,4,5,6,7 --check
 
-    darling serve-classifier --model runs/clf --devices cpu --port 0 --check --exit-after-check
+    darling serve-classifier --model runs/clf --devices cpu --port 0 \\
+        --check --exit-after-check
 
-    darling serve-classifier --model runs/clf --replicas 2 --devices 6,7 --port 8100 --ready-file runs/ready.json &
+    darling serve-classifier --model runs/clf --replicas 2 --devices 6,7 \\
+        --port 8100 --ready-file runs/ready.json &
 
 Then: `darling rl-train --classifier runs/clf --classifier-url http://127.0.0.1:8000 ...` (repeat per replica).
 vLLM comes from $DARLING_VLLM_PYTHON, else this environment, else the CPU build .ci/setup.sh makes (--python to
@@ -126,9 +130,11 @@ pooling --convert classify`), for `rl-train --reward-model-url` and `eval novelt
 
 Examples:
 
-    darling serve-reward-model --model runs/rm --replicas 2 --devices 6,7 --port 8200 --ready-file runs/rm-ready.json &
+    darling serve-reward-model --model runs/rm --replicas 2 --devices 6,7 \\
+        --port 8200 --ready-file runs/rm-ready.json &
 
-    darling serve-reward-model --model tiny:reward --devices cpu --port 0 --check --exit-after-check
+    darling serve-reward-model --model tiny:reward --devices cpu --port 0 \\
+        --check --exit-after-check
 
 Then: `darling rl-train --reward-model M --reward-model-url http://127.0.0.1:8200 ...` (repeat per replica; the
 same M: its tokenizer and chat template make the token ids sent). --check compares the served raw scores with the

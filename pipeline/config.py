@@ -54,6 +54,7 @@ class Section:
     config: type[CommandConfig]
     wired: tuple[str, ...]
     extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
+    command: str = ""  # what the table configures, as `darling pipeline --help` names it
 
 
 _RL_WIRED = (
@@ -69,22 +70,38 @@ _RL_WIRED = (
     "verl_gpus",
     "verl_nodes",
 )
+# The --help panels of PipelineConfig, essentials first.
+CHAIN_PANEL = "The chain"
+RESOURCES_PANEL = "Processes and devices"
+CLUSTER_PANEL = "Clusters (--launcher slurm | ray)"
 SECTIONS: dict[str, Section] = {
-    "datagen": Section(RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",)),
-    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers")),
-    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads")),
-    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed")),
-    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",)),
-    "import_classifier": Section(ImportConfig, (), ("source",)),
-    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check")),
-    "serve_reward": Section(RewardServeConfig, ("model", "ready_file", "exit_after_check")),
-    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",)),
-    "rl_grpo": Section(RLTrainConfig, _RL_WIRED),  # what the GRPO baseline sets differently from [rl]
-    "rl_warmup": Section(RLTrainConfig, (*_RL_WIRED, "policy")),  # the GRPO warm-up both runs start from
-    "eval_math": Section(MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads")),
-    "eval_novelty": Section(NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls")),
-    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus")),
-    "compare": Section(CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed")),
+    "datagen": Section(
+        RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
+    ),
+    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs"),
+    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label"),
+    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
+    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
+    "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
+    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
+    "serve_reward": Section(
+        RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
+    ),
+    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",), "rl-train, both runs"),
+    "rl_grpo": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
+    "rl_warmup": Section(
+        RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
+    ),
+    "eval_math": Section(
+        MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads"), command="eval math"
+    ),
+    "eval_novelty": Section(
+        NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls"), command="eval novelty"
+    ),
+    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"),
+    "compare": Section(
+        CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
+    ),
 }
 
 
@@ -98,52 +115,71 @@ class PipelineConfig(CommandConfig):
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.pipeline"
 
-    output: Path = option(aliases=("-o",), help="Run folder: one subfolder per stage, report.md, commands.sh.")
+    output: Path = option(
+        aliases=("-o",), help="Run folder: one subfolder per stage, report.md, commands.sh.", panel=CHAIN_PANEL
+    )
     preset: str = option("cpu", flag=False, help="The preset this config came from (set by its file).")
     about: str = option("", flag=False, help="What the preset runs on, in a sentence or two (commands.sh, report).")
     requires_cuda: bool = option(
         False, flag=False, help="The chain needs CUDA GPUs: on a machine without, only commands.sh is written."
     )
-    dry_run: bool = option(False, help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.")
-    seed: int = option(0, help="Seed of every stage.")
+    dry_run: bool = option(
+        False, help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.", panel=CHAIN_PANEL
+    )
+    seed: int = option(0, help="Seed of every stage.", panel=CHAIN_PANEL)
     seeds: list[int] = option(
         factory=list,
         help="A study: the whole chain once per seed (RUN/seed-S, each its own resumable run), then `eval study` "
         "pools DARLING minus GRPO over prompts and seeds (RUN/study). E.g. --seeds 1,2,3.",
+        panel=CHAIN_PANEL,
     )
-    threads: int | None = option(1, help="CPU threads of every command (torch's, the hf engine's); none: their own.")
+    threads: int | None = option(
+        1, help="CPU threads of every command (torch's, the hf engine's); none: their own.", panel=RESOURCES_PANEL
+    )
     jobs: int = option(
-        1, help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores."
+        1,
+        help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores.",
+        panel=RESOURCES_PANEL,
     )
     rollouts_from: str = option(
         "champ",
         choices=("champ", "generate", "none"),
         help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators; none: no "
         "rollouts, pairs or labels (the chat track: the classifier trains on human pairs, or is imported).",
+        panel=CHAIN_PANEL,
     )
     classifier_from: str = option(
         "train",
         choices=("train", "import"),
         help="train: train-classifier on the training pairs; import: import-classifier ([import_classifier] source, "
         "format), e.g. a released classifier.",
+        panel=CHAIN_PANEL,
     )
     grpo_baseline: bool = option(
         True,
         help="Also train the GRPO baseline (rl-grpo/: [rl] with quality only, plus [rl_grpo]) and compare it with "
         "DARLING and the base policy (compare/).",
+        panel=CHAIN_PANEL,
     )
-    keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.")
+    keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.", panel=CHAIN_PANEL)
     serve_classifier: bool = option(
-        False, help="RL scores with the classifier served by `serve-classifier` ([serve]), not in each process."
+        False,
+        help="RL scores with the classifier served by `serve-classifier` ([serve]), not in each process.",
+        panel=RESOURCES_PANEL,
     )
     serve_reward_model: bool = option(
         False,
         help="RL and eval novelty score quality with [rl] reward_model served by `serve-reward-model` "
         "([serve_reward]), not in each process.",
+        panel=RESOURCES_PANEL,
     )
-    evaluate_math: bool = option(True, help="Run eval-math (pass@k before/after RL); the chat track has none.")
+    evaluate_math: bool = option(
+        True, help="Run eval-math (pass@k before/after RL); the chat track has none.", panel=CHAIN_PANEL
+    )
     evaluate_creative: bool = option(
-        False, help="Run eval-creative (EQ-Bench creative writing v3 rubric; [eval_creative] bench_dir is yours)."
+        False,
+        help="Run eval-creative (EQ-Bench creative writing v3 rubric; [eval_creative] bench_dir is yours).",
+        panel=CHAIN_PANEL,
     )
     rl_engine: str = option(
         "trl",
@@ -151,19 +187,27 @@ class PipelineConfig(CommandConfig):
         help="trl: each RL run is `rl-train` on TRL (under rl_accelerate); verl: `rl-train --engine verl`, verl's "
         "main_ppo on rl_processes GPUs (rl_gpus) with darling's agent-loop manager (verl >= 0.7.1 on the node; "
         "math quality; rl_accelerate unused).",
+        panel=RESOURCES_PANEL,
     )
     rl_processes: int = option(
-        1, help="Processes of each RL run (`accelerate launch --num_processes`); rl_engine verl: its GPUs per node."
+        1,
+        help="Processes of each RL run (`accelerate launch --num_processes`); rl_engine verl: its GPUs per node.",
+        panel=RESOURCES_PANEL,
     )
     rl_accelerate: str | None = option(
         None,
         choices=ACCELERATE_CONFIGS,
         help="The accelerate config RL launches with (RUN/inputs/accelerate.yaml): deepspeed-zero3 (GPUs), "
         "multi-gpu (DDP), multi-cpu (gloo); none: the plain command.",
+        panel=RESOURCES_PANEL,
     )
-    rl_gpus: str | None = option(None, help="CUDA_VISIBLE_DEVICES of the RL runs (e.g. 0,1,2,3,4,5); none: unset.")
+    rl_gpus: str | None = option(
+        None, help="CUDA_VISIBLE_DEVICES of the RL runs (e.g. 0,1,2,3,4,5); none: unset.", panel=RESOURCES_PANEL
+    )
     trl_vllm_gpus: str | None = option(
-        None, help="With [rl] vllm_mode = server: the GPUs of `trl vllm-serve` (CUDA_VISIBLE_DEVICES)."
+        None,
+        help="With [rl] vllm_mode = server: the GPUs of `trl vllm-serve` (CUDA_VISIBLE_DEVICES).",
+        panel=RESOURCES_PANEL,
     )
     launcher: str = option(
         "local",
@@ -171,9 +215,14 @@ class PipelineConfig(CommandConfig):
         help="local: run the chain here; slurm: also write RUN/slurm/ (an sbatch script per stage, submit.sh chaining "
         "them) and run nothing; ray: generate with --engine ray --ray-address auto and write RUN/ray/submit.sh (the "
         "chain as one Ray job) and run nothing.",
+        panel=CLUSTER_PANEL,
     )
-    nodes: int = option(1, help="slurm: nodes of the training jobs (classifier, RL); other stages use one.")
-    gpus_per_node: int = option(8, help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.")
+    nodes: int = option(
+        1, help="slurm: nodes of the training jobs (classifier, RL); other stages use one.", panel=CLUSTER_PANEL
+    )
+    gpus_per_node: int = option(
+        8, help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.", panel=CLUSTER_PANEL
+    )
     slurm: dict[str, Any] = option(
         factory=dict,
         flag=False,

@@ -26,6 +26,13 @@ CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within
 # with long reasoning: the problem, then this instruction, in one user turn under the chat template.
 PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
 SCALE_REWARDS = ("none", "group", "batch")
+# The --help panels of rl-train, essentials first.
+DATA_PANEL = "Data, model, output"
+REWARD_PANEL = "Reward: quality x diversity (Eq. 5)"
+GRPO_PANEL = "GRPO (TRL's GRPOConfig)"
+HARDWARE_PANEL = "Generation and hardware"
+VERL_PANEL = "verl (--engine verl)"
+LOGGING_PANEL = "Checkpoints, logging, seed"
 ENGINES = ("trl", "verl")
 # TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged), for --engine verl
 VERL_LOSS_AGG = {
@@ -68,31 +75,45 @@ class RLTrainConfig(CommandConfig):
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.rl"
 
-    output: Path = option(aliases=("-o",), help="Checkpoints, logs, final policy (OUTPUT/final).")
+    output: Path = option(aliases=("-o",), help="Checkpoints, logs, final policy (OUTPUT/final).", panel=DATA_PANEL)
     # Policy and data.
-    policy: str = option("smollm2", help="Policy model: a path, a hub name, or smollm2 (packaged SmolLM2-135M).")
-    problems: str = option("champ", help="Training problems: a file, a hub dataset, or a built-in set (champ).")
-    limit: int | None = option(32, help="First N problems; none = all.")
-    user_template: str = option(CPU_TEMPLATE, help="The user turn; {problem} is replaced by the problem.")
+    policy: str = option(
+        "smollm2", help="Policy model: a path, a hub name, or smollm2 (packaged SmolLM2-135M).", panel=DATA_PANEL
+    )
+    problems: str = option(
+        "champ", help="Training problems: a file, a hub dataset, or a built-in set (champ).", panel=DATA_PANEL
+    )
+    limit: int | None = option(32, help="First N problems; none = all.", panel=DATA_PANEL)
+    user_template: str = option(
+        CPU_TEMPLATE, help="The user turn; {problem} is replaced by the problem.", panel=DATA_PANEL
+    )
     # The reward: quality x Norm(diversity) (Eq. 5).
-    diversity: bool = option(True, help="The DARLING reward; --no-diversity: the GRPO baseline (quality only).")
+    diversity: bool = option(
+        True, help="The DARLING reward; --no-diversity: the GRPO baseline (quality only).", panel=REWARD_PANEL
+    )
     classifier: Path | None = option(
         None,
         help="Exported equivalence classifier (train-classifier); needed unless --no-diversity. With "
         "--no-diversity it only measures distinct per group for the logs (the reward never sees it).",
+        panel=REWARD_PANEL,
     )
     classifier_urls: list[str] = option(
         factory=list,
         aliases=("--classifier-url",),
         help="vLLM replica serving --classifier (repeatable); default: in-process.",
+        panel=REWARD_PANEL,
     )
     classifier_threshold: float | None = option(
-        None, aliases=("--threshold",), help="Override the classifier's exported decision threshold."
+        None,
+        aliases=("--threshold",),
+        help="Override the classifier's exported decision threshold.",
+        panel=REWARD_PANEL,
     )
     classifier_device: str | None = option(
         None,
         help="Device of the in-process classifier (cpu, cuda, cuda:1); default: this rank's accelerator "
         "(cuda:LOCAL_RANK) when there is one, else cpu.",
+        panel=REWARD_PANEL,
     )
     quality: str = option(
         "math",
@@ -100,17 +121,20 @@ class RLTrainConfig(CommandConfig):
         help="Quality: math (math-verify correctness against the answer); for open-ended prompts such as "
         "naming-train, short-answer (format: 1 up to --max-words words, max_words/words beyond) or "
         "relevant-short-answer (format x the answer's MiniLM cosine to the prompt, 0 if it echoes the prompt).",
+        panel=REWARD_PANEL,
     )
-    max_words: int = option(4, help="short-answer: the longest answer with full quality.")
+    max_words: int = option(4, help="short-answer: the longest answer with full quality.", panel=REWARD_PANEL)
     strict_length: bool = option(
         False,
         help="short-answer, relevant-short-answer: an answer over --max-words words scores 0 (default: "
         "max_words/words).",
+        panel=REWARD_PANEL,
     )
     reward_model: Path | None = option(
         None,
         help="Quality from a reward model (HF sequence classifier, one output; sigmoid of its score) "
         "instead of math-verify correctness.",
+        panel=REWARD_PANEL,
     )
     reward_model_urls: list[str] = option(
         factory=list,
@@ -118,96 +142,126 @@ class RLTrainConfig(CommandConfig):
         help="vLLM replica serving --reward-model (`--runner pooling --convert classify`, --max-model-len >= 1024; "
         "repeatable); --reward-model still gives its tokenizer and chat template (inputs are sent as token ids). "
         "Default: in-process.",
+        panel=REWARD_PANEL,
     )
     reward_model_device: str | None = option(
         None,
         help="Device of the in-process quality model (the reward model, or relevant-short-answer's encoder); "
         "default: this rank's accelerator when there is one, else cpu.",
+        panel=REWARD_PANEL,
     )
     server_timeout: float = option(
-        60.0, help="Served classifier and reward model: seconds per request before it counts as failed."
+        60.0,
+        help="Served classifier and reward model: seconds per request before it counts as failed.",
+        panel=REWARD_PANEL,
     )
     server_retries: int = option(
         4,
         help="Served classifier and reward model: retries per replica (exponential backoff) before its requests go "
         "to the other replicas; when none answers, the run stops (no decision, no reward).",
+        panel=REWARD_PANEL,
     )
     combine: str = option(
         "multiply",
         choices=("multiply", "add"),
         help="How quality and diversity make the reward: multiply (paper, Eq. 5) or add (ablation); "
         "quality only: --no-diversity.",
+        panel=REWARD_PANEL,
     )
     norm: str = option(
-        "identity", choices=NORMS, help="Norm() of Eq. 5: identity, or minmax (rescaled within each group)."
+        "identity",
+        choices=NORMS,
+        help="Norm() of Eq. 5: identity, or minmax (rescaled within each group).",
+        panel=REWARD_PANEL,
     )
     correct_only: bool = option(
-        False, help="Partition only correct responses (math variant; needs --floor > 0, see floor)."
+        False, help="Partition only correct responses (math variant; needs --floor > 0, see floor).", panel=REWARD_PANEL
     )
     floor: float = option(
         0.0,
         help="Lower bound on diversity: a correct answer in a class with every other correct one still scores "
         "floor x quality, above a wrong one (the official math runs: 0.1); 0 = off.",
+        panel=REWARD_PANEL,
     )
     # Sampling and optimisation (TRL's GRPOConfig).
-    num_generations: int = option(4, aliases=("-n",), help="Rollouts per prompt (the group size).")
-    per_device_train_batch_size: int = option(4, help="Completions per device per step.")
+    num_generations: int = option(4, aliases=("-n",), help="Rollouts per prompt (the group size).", panel=GRPO_PANEL)
+    per_device_train_batch_size: int = option(4, help="Completions per device per step.", panel=GRPO_PANEL)
     steps_per_generation: int | None = option(
-        None, help="Optimiser steps per generation batch; none = gradient_accumulation_steps (TRL)."
+        None, help="Optimiser steps per generation batch; none = gradient_accumulation_steps (TRL).", panel=GRPO_PANEL
     )
-    gradient_accumulation_steps: int = option(1, help="Micro-batches per optimiser step.")
-    max_completion_length: int = option(64, help="Max new tokens per rollout.")
-    temperature: float = option(1.0, help="Sampling temperature of the rollouts.")
-    learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.")
-    max_steps: int = option(4, help="Optimiser steps.")
+    gradient_accumulation_steps: int = option(1, help="Micro-batches per optimiser step.", panel=GRPO_PANEL)
+    max_completion_length: int = option(64, help="Max new tokens per rollout.", panel=GRPO_PANEL)
+    temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL)
+    learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.", panel=GRPO_PANEL)
+    max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL)
     scale_rewards: str = option(
         "none",
         choices=SCALE_REWARDS,
         help="Advantages: r - mean over the group (none: Eq. 6, DARLING's), divided by the group's (group) or the "
         "batch's (batch) std (standard GRPO; the official GRPO baseline's).",
+        panel=GRPO_PANEL,
     )
-    loss_type: str = option("dr_grpo", help="TRL loss: dr_grpo (length-unbiased), dapo (token mean), grpo, bnpo, ...")
-    beta: float = option(0.0, help="KL coefficient (the paper: 0, no reference model).")
-    use_vllm: bool = option(False, help="Generate the rollouts with vLLM inside TRL (GPUs).")
+    loss_type: str = option(
+        "dr_grpo", help="TRL loss: dr_grpo (length-unbiased), dapo (token mean), grpo, bnpo, ...", panel=GRPO_PANEL
+    )
+    beta: float = option(0.0, help="KL coefficient (the paper: 0, no reference model).", panel=GRPO_PANEL)
+    use_vllm: bool = option(False, help="Generate the rollouts with vLLM inside TRL (GPUs).", panel=HARDWARE_PANEL)
     vllm_mode: str = option(
         "colocate",
         choices=("colocate", "server"),
         help="TRL's vLLM mode: colocate (vLLM in each training process; grpo.vllm_gpu_memory_utilization, "
         "grpo.vllm_enable_sleep_mode, grpo.vllm_tensor_parallel_size), or server (a `trl vllm-serve` at "
         "--vllm-server-host:--vllm-server-port, on GPUs of its own).",
+        panel=HARDWARE_PANEL,
     )
-    vllm_server_host: str = option("127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.")
+    vllm_server_host: str = option(
+        "127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.", panel=HARDWARE_PANEL
+    )
     vllm_server_port: int = option(
-        8000, help="vllm_mode=server: its port (keep it apart from the classifier replicas' ports)."
+        8000,
+        help="vllm_mode=server: its port (keep it apart from the classifier replicas' ports).",
+        panel=HARDWARE_PANEL,
     )
-    bf16: bool = option(False, help="bf16 mixed precision; the policy then loads in bf16.")
-    use_cpu: bool = option(True, help="Train on the CPU.")
-    save_steps: int = option(1, help="Checkpoint interval (steps); --resume continues from the last.")
+    bf16: bool = option(False, help="bf16 mixed precision; the policy then loads in bf16.", panel=HARDWARE_PANEL)
+    use_cpu: bool = option(True, help="Train on the CPU.", panel=HARDWARE_PANEL)
+    save_steps: int = option(
+        1, help="Checkpoint interval (steps); --resume continues from the last.", panel=LOGGING_PANEL
+    )
     save_total_limit: int | None = option(
-        2, help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all."
+        2,
+        help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all.",
+        panel=LOGGING_PANEL,
     )
     prune_checkpoints: bool = option(
-        False, help="Delete OUTPUT/checkpoint-* once OUTPUT/final is saved (a finished run needs none of them)."
+        False,
+        help="Delete OUTPUT/checkpoint-* once OUTPUT/final is saved (a finished run needs none of them).",
+        panel=LOGGING_PANEL,
     )
     report_to: list[str] = option(
-        factory=lambda: ["none"], help="Where TRL logs: none, tensorboard, wandb (repeatable)."
+        factory=lambda: ["none"], help="Where TRL logs: none, tensorboard, wandb (repeatable).", panel=LOGGING_PANEL
     )
-    seed: int = option(0, help="Seed of TRL's sampling and data order.")
-    threads: int | None = option(1, help="torch CPU threads; none = torch's default.")
+    seed: int = option(0, help="Seed of TRL's sampling and data order.", panel=LOGGING_PANEL)
+    threads: int | None = option(1, help="torch CPU threads; none = torch's default.", panel=HARDWARE_PANEL)
     engine: str = option(
         "trl",
         choices=ENGINES,
         help="trl: train here with TRL's GRPOTrainer; verl: the same settings as verl's data and `python -m "
         "verl.trainer.main_ppo` command (OUTPUT/verl/), run here (GPU nodes with verl >= 0.7.1), the policy merged "
         "into OUTPUT/final. Math quality only.",
+        panel=VERL_PANEL,
     )
-    verl_gpus: int = option(8, help="--engine verl: training GPUs per node (verl's trainer.n_gpus_per_node).")
-    verl_nodes: int = option(1, help="--engine verl: nodes (verl's trainer.nnodes).")
-    dry_run: bool = option(False, help="--engine verl: write OUTPUT/verl/ (data, main_ppo.sh) and run nothing.")
+    verl_gpus: int = option(
+        8, help="--engine verl: training GPUs per node (verl's trainer.n_gpus_per_node).", panel=VERL_PANEL
+    )
+    verl_nodes: int = option(1, help="--engine verl: nodes (verl's trainer.nnodes).", panel=VERL_PANEL)
+    dry_run: bool = option(
+        False, help="--engine verl: write OUTPUT/verl/ (data, main_ppo.sh) and run nothing.", panel=VERL_PANEL
+    )
     grpo: dict[str, Any] = option(
         factory=dict,
         flag=False,
         help="Any other field of TRL's GRPOConfig (--set grpo.FIELD=VALUE), applied after the command's own.",
+        panel=GRPO_PANEL,
     )
 
     def check(self) -> None:
