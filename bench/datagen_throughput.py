@@ -17,9 +17,10 @@ from pathlib import Path
 from darling.core.local_models import smollm2_dir
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
-from darling.datagen.judge import JudgeConfig, label_pairs
-from darling.datagen.pairs import PairConfig, build_pairs
-from darling.datagen.rollouts import GeneratorSpec, RolloutConfig, generate_rollouts, import_champ
+from darling.datagen.config import GeneratorSpec, JudgeConfig, PairConfig, RolloutConfig
+from darling.datagen.judge import label_pairs
+from darling.datagen.pairs import build_pairs
+from darling.datagen.rollouts import generate_rollouts, import_champ
 
 PROBLEMS = "gsm8k"  # the packaged GSM8K test set (darling.datagen.problems), by name
 

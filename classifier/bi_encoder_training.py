@@ -35,7 +35,6 @@ from darling.core.schemas import LabelledPair
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-BI_LOSSES = ("bce", "cosent")
 log = logging.getLogger(__name__)
 COSENT_SCALE = 20.0  # the temperature CoSENT was published with
 

@@ -36,12 +36,15 @@ def option(
     aliases: tuple[str, ...] = (),
     flag: bool = True,
     panel: str | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> Any:
     """A config field with its help; ``choices`` are validated; ``aliases`` are extra flag names (``--lr``; for a
     bool, click declarations such as ``" /--one-order"``, an extra off switch); ``flag=False`` keeps it out of the
     command line (then only ``--config`` / ``--set`` set it); ``panel``: the ``--help`` panel of a group of flags
-    (e.g. the generation engine's), shown after the command's own settings."""
+    (e.g. the generation engine's), shown after the command's own settings; ``meta``: more metadata a command's
+    own code reads (rl-train: the TRL field a setting becomes)."""
     metadata = {"help": help, "choices": choices, "aliases": tuple(aliases), "flag": flag, "panel": panel}
+    metadata.update(meta or {})
     return field(default=default, default_factory=factory, metadata=metadata)
 
 

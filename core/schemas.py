@@ -83,8 +83,8 @@ PAIR_COLUMNS: dict[str, str] = {
     "correct": "Boolean",  # whether that answer matches the reference (null without one)
 }
 
-# A judged pair is a PAIR row plus these; ``similar`` is set only when status == "labelled".
-JUDGE_STATUSES = ("labelled", "abstain", "disagree", "failed")
+# A judged pair is a PAIR row plus these; ``similar`` is set only when status == "labelled" (the others: abstain,
+# disagree, failed).
 JUDGE_COLUMNS: dict[str, str] = {
     **PAIR_COLUMNS,
     "similar": "Int64",  # 1 equivalent (same strategy), 0 different; null unless labelled

@@ -28,7 +28,7 @@ from darling.core.progress import progress_bar
 from darling.core.readers import read_text
 from darling.core.schemas import JUDGE_COLUMNS, polars_schema, stable_id
 from darling.core.shards import ShardStore, atomic_write_bytes, atomic_write_parquet
-from darling.datagen.config import JudgeConfig as JudgeConfig
+from darling.datagen.config import JudgeConfig
 from darling.datagen.pairs import read_pairs
 
 LABELLED_FILE = "labelled.parquet"

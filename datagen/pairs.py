@@ -30,7 +30,7 @@ from darling.core.progress import progress_bar
 from darling.core.readers import one_line
 from darling.core.schemas import PAIR_COLUMNS, polars_schema, stable_id
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
-from darling.datagen.config import PairConfig as PairConfig
+from darling.datagen.config import PairConfig
 from darling.datagen.rollouts import read_rollouts
 
 PAIRS_FILE = "pairs.parquet"

@@ -24,13 +24,7 @@ from darling.core.progress import progress_bar
 from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, Problem, stable_id
 from darling.core.shards import ShardStore
 from darling.datagen.champ import champ_identifiers, import_champ_rollouts
-
-# The settings live in datagen.config (light, for the command line); their names stay importable from here.
-from darling.datagen.config import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
-from darling.datagen.config import DEFAULT_USER_TEMPLATE as DEFAULT_USER_TEMPLATE
-from darling.datagen.config import GeneratorSpec as GeneratorSpec
-from darling.datagen.config import RolloutConfig as RolloutConfig
-from darling.datagen.config import load_generator_config as load_generator_config
+from darling.datagen.config import GeneratorSpec, RolloutConfig
 from darling.datagen.problems import load_problems
 
 

@@ -41,7 +41,7 @@ from darling.core.schemas import RUN_FILE, stable_id
 from darling.core.shards import ShardStore
 from darling.datagen.config import GeneratorSpec
 from darling.evals.creative_bench import Bench, BenchPrompt, load_bench, parse_judge_scores, strip_reasoning
-from darling.evals.creative_config import CreativeConfig as CreativeConfig
+from darling.evals.creative_config import CreativeConfig
 from darling.evals.creative_report import build_tables, summarise, write_outputs
 from darling.evals.math import slug
 

@@ -52,10 +52,7 @@ from darling.core.shards import SHARD_GLOB, atomic_write_bytes
 from darling.datagen.config import GeneratorSpec, RolloutConfig
 from darling.datagen.problems import load_problems
 from darling.datagen.rollouts import generate_rollouts, read_rollouts
-
-# The settings live in evals.config (light, for the command line); their names stay importable from here.
-from darling.evals.config import MathEvalConfig as MathEvalConfig
-from darling.evals.config import parse_model as parse_model
+from darling.evals.config import MathEvalConfig
 
 GENERATIONS = "generations"
 

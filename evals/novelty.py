@@ -50,15 +50,11 @@ from darling.evals.config import (
     DARLING_FORK,
     DEFAULT_PATIENCE,
     NOVELTYBENCH,
+    NOVELTYBENCH_CUT_POINTS,
     PARTITIONS,
     UTILITIES,
+    NoveltyConfig,
 )
-
-# The settings live in evals.config (light, for the command line); their names stay importable from here.
-from darling.evals.config import NOVELTYBENCH_CUT_POINTS as NOVELTYBENCH_CUT_POINTS
-from darling.evals.config import NoveltyConfig as NoveltyConfig
-from darling.evals.config import check_cut_points as check_cut_points
-from darling.evals.config import parse_cut_points as parse_cut_points
 from darling.evals.novelty_partition import (
     DECISIONS,
     NoveltyPartitionStats,

@@ -31,9 +31,7 @@ from darling.classifier.encoding import PairEncoder
 from darling.classifier.export import META_FILE, read_export_meta
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
-from darling.evals.config import NOVELTYBENCH as NOVELTYBENCH
-from darling.evals.config import PARTITIONS as PARTITIONS
-from darling.evals.config import UNION_FIND as UNION_FIND
+from darling.evals.config import NOVELTYBENCH, PARTITIONS, UNION_FIND
 
 if TYPE_CHECKING:  # torch-backed: the command reads its inputs before anything imports torch
     import numpy as np

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import typing
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
-from darling.core.config import CommandConfig, base_type, coerce, field_types
+from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import EVAL_QUALITY, CompareConfig, MathEvalConfig, NoveltyConfig
@@ -135,10 +134,6 @@ def _set_value(value: Any, run: Path) -> str:
 def shell_word(word: str) -> str:
     """A word naming ``$RUN`` in double quotes so the shell expands it; everything else shell-quoted."""
     return f'"{word}"' if "$RUN" in word and '"' not in word and "`" not in word else shlex.quote(word)
-
-
-def field_type_is_list(cls: type, name: str) -> bool:
-    return typing.get_origin(base_type(field_types(cls)[name])[0]) in (list, tuple)
 
 
 # -- from a stage's table to a command's config ------------------------------------------------------------------

@@ -11,7 +11,7 @@ after the command's own; a key the command already has a field for is refused, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,6 +26,7 @@ CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within
 # with long reasoning: the problem, then this instruction, in one user turn under the chat template.
 PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
 SCALE_REWARDS = ("none", "group", "batch")
+TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
 # The --help panels of rl-train, essentials first.
 DATA_PANEL = "Data, model, output"
 REWARD_PANEL = "Reward: quality x diversity (Eq. 5)"
@@ -42,31 +43,6 @@ VERL_LOSS_AGG = {
     "dr_grpo": "seq-mean-token-sum-norm",
 }
 REPORT_TO = ("none", "tensorboard", "wandb")
-# GRPOConfig fields rl-train sets from its own fields: set them there, not through ``grpo``.
-OWN_GRPO_FIELDS = {
-    "output_dir": "output",
-    "per_device_train_batch_size": "per_device_train_batch_size",
-    "gradient_accumulation_steps": "gradient_accumulation_steps",
-    "steps_per_generation": "steps_per_generation",
-    "num_generations": "num_generations",
-    "max_completion_length": "max_completion_length",
-    "temperature": "temperature",
-    "learning_rate": "learning_rate",
-    "max_steps": "max_steps",
-    "scale_rewards": "scale_rewards",
-    "loss_type": "loss_type",
-    "beta": "beta",
-    "use_vllm": "use_vllm",
-    "vllm_mode": "vllm_mode",
-    "vllm_server_host": "vllm_server_host",
-    "vllm_server_port": "vllm_server_port",
-    "bf16": "bf16",
-    "use_cpu": "use_cpu",
-    "save_steps": "save_steps",
-    "save_total_limit": "save_total_limit",
-    "report_to": "report_to",
-    "seed": "seed",
-}
 
 
 @dataclass(kw_only=True)
@@ -75,7 +51,12 @@ class RLTrainConfig(CommandConfig):
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.rl"
 
-    output: Path = option(aliases=("-o",), help="Checkpoints, logs, final policy (OUTPUT/final).", panel=DATA_PANEL)
+    output: Path = option(
+        aliases=("-o",),
+        help="Checkpoints, logs, final policy (OUTPUT/final).",
+        panel=DATA_PANEL,
+        meta={"grpo": "output_dir"},
+    )
     # Policy and data.
     policy: str = option(
         "smollm2", help="Policy model: a path, a hub name, or smollm2 (packaged SmolLM2-135M).", panel=DATA_PANEL
@@ -184,28 +165,39 @@ class RLTrainConfig(CommandConfig):
         panel=REWARD_PANEL,
     )
     # Sampling and optimisation (TRL's GRPOConfig).
-    num_generations: int = option(4, aliases=("-n",), help="Rollouts per prompt (the group size).", panel=GRPO_PANEL)
-    per_device_train_batch_size: int = option(4, help="Completions per device per step.", panel=GRPO_PANEL)
-    steps_per_generation: int | None = option(
-        None, help="Optimiser steps per generation batch; none = gradient_accumulation_steps (TRL).", panel=GRPO_PANEL
+    num_generations: int = option(
+        4, aliases=("-n",), help="Rollouts per prompt (the group size).", panel=GRPO_PANEL, meta=TRL
     )
-    gradient_accumulation_steps: int = option(1, help="Micro-batches per optimiser step.", panel=GRPO_PANEL)
-    max_completion_length: int = option(64, help="Max new tokens per rollout.", panel=GRPO_PANEL)
-    temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL)
-    learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.", panel=GRPO_PANEL)
-    max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL)
+    per_device_train_batch_size: int = option(4, help="Completions per device per step.", panel=GRPO_PANEL, meta=TRL)
+    steps_per_generation: int | None = option(
+        None,
+        help="Optimiser steps per generation batch; none = gradient_accumulation_steps (TRL).",
+        panel=GRPO_PANEL,
+        meta=TRL,
+    )
+    gradient_accumulation_steps: int = option(1, help="Micro-batches per optimiser step.", panel=GRPO_PANEL, meta=TRL)
+    max_completion_length: int = option(64, help="Max new tokens per rollout.", panel=GRPO_PANEL, meta=TRL)
+    temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL, meta=TRL)
+    learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.", panel=GRPO_PANEL, meta=TRL)
+    max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL, meta=TRL)
     scale_rewards: str = option(
         "none",
         choices=SCALE_REWARDS,
         help="Advantages: r - mean over the group (none: Eq. 6, DARLING's), divided by the group's (group) or the "
         "batch's (batch) std (standard GRPO; the official GRPO baseline's).",
         panel=GRPO_PANEL,
+        meta=TRL,
     )
     loss_type: str = option(
-        "dr_grpo", help="TRL loss: dr_grpo (length-unbiased), dapo (token mean), grpo, bnpo, ...", panel=GRPO_PANEL
+        "dr_grpo",
+        help="TRL loss: dr_grpo (length-unbiased), dapo (token mean), grpo, bnpo, ...",
+        panel=GRPO_PANEL,
+        meta=TRL,
     )
-    beta: float = option(0.0, help="KL coefficient (the paper: 0, no reference model).", panel=GRPO_PANEL)
-    use_vllm: bool = option(False, help="Generate the rollouts with vLLM inside TRL (GPUs).", panel=HARDWARE_PANEL)
+    beta: float = option(0.0, help="KL coefficient (the paper: 0, no reference model).", panel=GRPO_PANEL, meta=TRL)
+    use_vllm: bool = option(
+        False, help="Generate the rollouts with vLLM inside TRL (GPUs).", panel=HARDWARE_PANEL, meta=TRL
+    )
     vllm_mode: str = option(
         "colocate",
         choices=("colocate", "server"),
@@ -213,24 +205,29 @@ class RLTrainConfig(CommandConfig):
         "grpo.vllm_enable_sleep_mode, grpo.vllm_tensor_parallel_size), or server (a `trl vllm-serve` at "
         "--vllm-server-host:--vllm-server-port, on GPUs of its own).",
         panel=HARDWARE_PANEL,
+        meta=TRL,
     )
     vllm_server_host: str = option(
-        "127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.", panel=HARDWARE_PANEL
+        "127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.", panel=HARDWARE_PANEL, meta=TRL
     )
     vllm_server_port: int = option(
         8000,
         help="vllm_mode=server: its port (keep it apart from the classifier replicas' ports).",
         panel=HARDWARE_PANEL,
+        meta=TRL,
     )
-    bf16: bool = option(False, help="bf16 mixed precision; the policy then loads in bf16.", panel=HARDWARE_PANEL)
-    use_cpu: bool = option(True, help="Train on the CPU.", panel=HARDWARE_PANEL)
+    bf16: bool = option(
+        False, help="bf16 mixed precision; the policy then loads in bf16.", panel=HARDWARE_PANEL, meta=TRL
+    )
+    use_cpu: bool = option(True, help="Train on the CPU.", panel=HARDWARE_PANEL, meta=TRL)
     save_steps: int = option(
-        1, help="Checkpoint interval (steps); --resume continues from the last.", panel=LOGGING_PANEL
+        1, help="Checkpoint interval (steps); --resume continues from the last.", panel=LOGGING_PANEL, meta=TRL
     )
     save_total_limit: int | None = option(
         2,
         help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all.",
         panel=LOGGING_PANEL,
+        meta=TRL,
     )
     prune_checkpoints: bool = option(
         False,
@@ -238,9 +235,12 @@ class RLTrainConfig(CommandConfig):
         panel=LOGGING_PANEL,
     )
     report_to: list[str] = option(
-        factory=lambda: ["none"], help="Where TRL logs: none, tensorboard, wandb (repeatable).", panel=LOGGING_PANEL
+        factory=lambda: ["none"],
+        help="Where TRL logs: none, tensorboard, wandb (repeatable).",
+        panel=LOGGING_PANEL,
+        meta=TRL,
     )
-    seed: int = option(0, help="Seed of TRL's sampling and data order.", panel=LOGGING_PANEL)
+    seed: int = option(0, help="Seed of TRL's sampling and data order.", panel=LOGGING_PANEL, meta=TRL)
     threads: int | None = option(1, help="torch CPU threads; none = torch's default.", panel=HARDWARE_PANEL)
     engine: str = option(
         "trl",
@@ -284,21 +284,16 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(f"--reward-model gives the quality; drop --quality {self.quality}")
         if self.max_words < 1:
             raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
-        if not 0.0 <= self.floor <= 1.0:
-            raise UserInputError(f"floor must be in [0, 1], got {self.floor}")
-        if self.correct_only and self.floor == 0 and self.diversity:
-            # Every correct answer of a group in one class would score 0, as the wrong ones do: the group would
-            # teach nothing about correctness (7 correct of one strategy + 1 wrong: all rewards 0).
-            raise UserInputError(
-                "correct_only with floor 0: when a group's correct answers all share one class they score 0, like "
-                "its wrong answers, and the group teaches nothing; set --floor > 0 (the official math runs: 0.1)"
-            )
+        try:
+            self.darling().check_learning_signal()  # the reward's own checks, the verl entry point's too
+        except ValueError as error:
+            raise UserInputError(str(error)) from None
         unknown = sorted(set(self.report_to) - set(REPORT_TO))
         if unknown:
             raise UserInputError(f"report_to: unknown {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")
-        own = sorted(set(self.grpo) & set(OWN_GRPO_FIELDS))
+        own = sorted(set(self.grpo) & set(trl_fields()))
         if own:
-            flag = "--" + OWN_GRPO_FIELDS[own[0]].replace("_", "-")
+            flag = "--" + trl_fields()[own[0]].replace("_", "-")
             raise UserInputError(f"grpo.{own[0]}: rl-train sets it from its own setting; use {flag}")
         per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
         if per_process % self.num_generations:
@@ -322,20 +317,23 @@ class RLTrainConfig(CommandConfig):
 
     def darling(self) -> DarlingConfig:
         """The reward's settings (Eq. 4-5); the GRPO baseline combines nothing: quality only."""
-        return replace(self.darling_term(), combine=self.combine if self.diversity else "quality")
+        combine = self.combine if self.diversity else "quality"
+        return DarlingConfig(combine=combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
 
     def darling_term(self) -> DarlingConfig:
         """The DARLING reward these settings describe, applied or not (the GRPO baseline measures what it would do)."""
         return DarlingConfig(combine=self.combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
 
 
-def build_config(
-    preset: str | None = "cpu",
-    config_file: str | Path | None = None,
-    overrides: dict[str, Any] | None = None,
-) -> RLTrainConfig:
-    """Preset, then ``config_file``, then ``overrides`` (``darling.core.config``); ``output`` is required."""
-    return RLTrainConfig.build(preset, config_file, overrides)
+def trl_fields() -> dict[str, str]:
+    """TRL ``GRPOConfig`` field -> the ``RLTrainConfig`` field that sets it (their ``meta={"grpo": ...}``): what
+    ``grpo_args`` passes, and what ``--set grpo.X`` may not set a second time."""
+    out = {}
+    for f in fields(RLTrainConfig):
+        target = f.metadata.get("grpo")
+        if target:
+            out[f.name if target is True else target] = f.name
+    return out
 
 
 @dataclass(kw_only=True)

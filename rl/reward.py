@@ -52,7 +52,6 @@ class DarlingConfig:
     norm: str = "identity"  # identity | minmax
     correct_only: bool = False  # partition only responses with quality > 0; the others get ``floor``
     floor: float = 0.0  # lower bound on normalised diversity (the reference's hidden 0.1); off by default
-    diversity_weight: float = 1.0  # for combine="add": r = q + w * div
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -61,6 +60,17 @@ class DarlingConfig:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
         if not 0.0 <= self.floor <= 1.0:
             raise ValueError(f"floor must be in [0, 1], got {self.floor}")
+
+    def check_learning_signal(self) -> None:
+        """Refuse settings whose reward cannot teach (both entry points call it before training; the GRPO baseline
+        only measures what such a reward would do, so its term may hold them)."""
+        if self.correct_only and self.floor == 0 and self.combine != "quality":
+            # Every correct answer of a group in one class would score 0, as the wrong ones do: the group would
+            # teach nothing about correctness (7 correct of one strategy + 1 wrong: all rewards 0).
+            raise ValueError(
+                "correct_only with floor 0: when a group's correct answers all share one class they score 0, like "
+                "its wrong answers, and the group teaches nothing; set floor > 0 (the official math runs: 0.1)"
+            )
 
 
 def group_diversity(classes: Sequence[int], included: Sequence[bool], config: DarlingConfig) -> list[float]:
@@ -77,7 +87,7 @@ def combine(quality: Sequence[float], div: Sequence[float], config: DarlingConfi
     if config.combine == "multiply":
         return [q * d for q, d in zip(quality, div, strict=True)]
     if config.combine == "add":
-        return [q + config.diversity_weight * d for q, d in zip(quality, div, strict=True)]
+        return [q + d for q, d in zip(quality, div, strict=True)]  # the paper's additive ablation
     return [float(q) for q in quality]
 
 

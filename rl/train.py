@@ -21,9 +21,7 @@ from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
-from darling.rl.config import CPU_TEMPLATE as CPU_TEMPLATE  # re-exported: the config lives in darling.rl.config
-from darling.rl.config import RLTrainConfig
-from darling.rl.config import build_config as build_config
+from darling.rl.config import RLTrainConfig, trl_fields
 
 SETTINGS_FILE = "darling-rl.json"
 # What a resumed run may change: where it writes, how far it goes, where the classifier is served and the models
@@ -143,32 +141,9 @@ def grpo_args(config: RLTrainConfig):
     from trl import GRPOConfig
 
     overrides = grpo_overrides(config)
-    own: dict[str, Any] = dict(
-        output_dir=str(config.output),
-        per_device_train_batch_size=config.per_device_train_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        steps_per_generation=config.steps_per_generation,
-        num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        learning_rate=config.learning_rate,
-        max_steps=config.max_steps,
-        scale_rewards=config.scale_rewards,  # none: Eq. 6, r - mean, no std
-        loss_type=config.loss_type,
-        beta=config.beta,
-        use_vllm=config.use_vllm,
-        vllm_mode=config.vllm_mode,
-        bf16=config.bf16,
-        use_cpu=config.use_cpu,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=config.save_total_limit,
-        report_to=config.report_to,
-        seed=config.seed,
-        vllm_server_host=config.vllm_server_host,
-        vllm_server_port=config.vllm_server_port,
-    )
+    # every setting that reaches TRL, named by its field (``rl.config.trl_fields``); then what rl-train fixes
+    own: dict[str, Any] = {trl: getattr(config, name) for trl, name in trl_fields().items()}
+    own.update(output_dir=str(config.output), logging_steps=1, save_strategy="steps")
     return GRPOConfig(**own, **{**overrides, "model_init_kwargs": model_init_kwargs(config, overrides)})
 
 

@@ -100,12 +100,7 @@ class VerlSettings:
             raise ValueError(f"darling.*: {error}") from None
 
     def __post_init__(self) -> None:
-        _ = self.darling  # DarlingConfig checks combine/norm/floor: fail when verl builds the reward, not mid-run
-        if self.correct_only and self.floor == 0 and self.combine != "quality":
-            raise ValueError(
-                "correct_only with floor 0: a group whose correct answers share one class scores them 0, like its "
-                "wrong answers, and teaches nothing; set floor > 0 (the official math runs: 0.1)"
-            )
+        self.darling.check_learning_signal()  # DarlingConfig's checks: fail when verl builds the reward, not mid-run
 
     @property
     def darling(self) -> DarlingConfig:

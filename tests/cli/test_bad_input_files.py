@@ -348,7 +348,7 @@ def test_report_only_run_on_an_empty_output_writes_nothing(tmp_path):
 
 
 def test_a_generator_entry_may_set_every_field(tmp_path):
-    from darling.datagen.rollouts import GeneratorSpec, load_generator_config
+    from darling.datagen.config import GeneratorSpec, load_generator_config
 
     full = {
         "name": "a",

@@ -12,6 +12,7 @@ import pytest
 from darling.core.errors import UserInputError
 from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, stable_id
 from darling.core.shards import ShardStore
+from darling.datagen.config import PairConfig
 from darling.datagen.judge import (
     DEFAULT_PROMPT,
     decide,
@@ -21,7 +22,7 @@ from darling.datagen.judge import (
     rationale_of,
     render_prompt,
 )
-from darling.datagen.pairs import PairConfig, answer_classes, build_pairs, read_pairs
+from darling.datagen.pairs import answer_classes, build_pairs, read_pairs
 
 
 def rollout(problem_id, model, index, response, answer, correct=True, status="ok"):

@@ -19,8 +19,9 @@ from helpers import write_creative_bench as write_bench
 from darling.core.engine_api import ChatResult, Completion
 from darling.core.errors import UserInputError
 from darling.core.schemas import stable_id
-from darling.evals.creative import JUDGMENT_COLUMNS, PIECE_COLUMNS, CreativeConfig, evaluate_creative
+from darling.evals.creative import JUDGMENT_COLUMNS, PIECE_COLUMNS, evaluate_creative
 from darling.evals.creative_bench import load_bench, parse_judge_scores, piece_score, strip_reasoning
+from darling.evals.creative_config import CreativeConfig
 from darling.evals.creative_report import bootstrap_interval, build_tables, summarise
 
 

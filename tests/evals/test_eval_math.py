@@ -13,8 +13,10 @@ from darling.core.engine_api import Sampling
 from darling.core.errors import UserInputError
 from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, Problem
 from darling.core.shards import ShardStore
-from darling.datagen.rollouts import GeneratorSpec, finish_rows, rollout_row
-from darling.evals.math import MathEvalConfig, default_ks, evaluate_math, ks_for, parse_model, pass_at_k
+from darling.datagen.config import GeneratorSpec
+from darling.datagen.rollouts import finish_rows, rollout_row
+from darling.evals.config import MathEvalConfig, parse_model
+from darling.evals.math import default_ks, evaluate_math, ks_for, pass_at_k
 
 # --- the estimator ----------------------------------------------------------------------------------------
 

@@ -16,14 +16,8 @@ from helpers import NOVELTY_CURATED, write_jsonl
 
 from darling.classifier.partition import partition_texts
 from darling.core.errors import UserInputError
-from darling.evals.novelty import (
-    NOVELTYBENCH_CUT_POINTS,
-    credited_quality,
-    load_prompts,
-    novelty_utility,
-    parse_cut_points,
-    quality_bucket,
-)
+from darling.evals.config import NOVELTYBENCH_CUT_POINTS, parse_cut_points
+from darling.evals.novelty import credited_quality, load_prompts, novelty_utility, quality_bucket
 
 CURATED = NOVELTY_CURATED  # NoveltyBench's 100 curated prompts, packaged (evals/resources, MIT)
 W = [1.0, 0.8, 0.64, 0.512]  # patience 0.8 ** i for k = 4; sum 2.952
@@ -145,7 +139,7 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     import darling.evals.novelty
     from darling.cli.main import app
     from darling.core.engine_config import engine_options
-    from darling.evals.novelty import NoveltyConfig
+    from darling.evals.config import NoveltyConfig
 
     seen = []
     metrics = {
@@ -338,7 +332,8 @@ class ScriptedEngine:
 
 @pytest.mark.slow
 def test_failed_generations_are_excluded_counted_and_retried(tmp_path, minilm_export):
-    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+    from darling.evals.config import NoveltyConfig
+    from darling.evals.novelty import evaluate_novelty
 
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "prompt": "Name a colour."}, {"id": "b", "prompt": "Hi"}])
     config = NoveltyConfig(output=tmp_path / "out", prompts=str(prompts), model="m", k=2, classifier=str(minilm_export))
@@ -358,7 +353,8 @@ def test_failed_generations_are_excluded_counted_and_retried(tmp_path, minilm_ex
 
 @pytest.mark.slow
 def test_partition_and_utility_options_rescore_stored_generations(tmp_path, minilm_export):
-    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+    from darling.evals.config import NoveltyConfig
+    from darling.evals.novelty import evaluate_novelty
 
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "colour", "prompt": "Name a colour."}])
     # Short answers: NoveltyBench's rule decides them (shared lower-cased words x 2 >= the longer's word count):
@@ -400,7 +396,8 @@ def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, mini
     from helpers import assert_one_line_error, darling_in_process, save_tiny_modernbert_classifier
 
     from darling.core.vllm_server import free_port
-    from darling.evals.novelty import NoveltyConfig, evaluate_novelty
+    from darling.evals.config import NoveltyConfig
+    from darling.evals.novelty import evaluate_novelty
 
     clf = save_tiny_modernbert_classifier(tmp_path / "clf", minilm_path)  # a 2-label HF classifier: --threshold
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "colour", "prompt": "Name a colour."}])

@@ -11,14 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
+from darling.evals.config import NOVELTYBENCH, UNION_FIND
 from darling.evals.novelty import darling_fork_utility, novelty_utility, prompt_utility
-from darling.evals.novelty_partition import (
-    NOVELTYBENCH,
-    UNION_FIND,
-    greedy_first_member,
-    partition_responses,
-    short_response_verdict,
-)
+from darling.evals.novelty_partition import greedy_first_member, partition_responses, short_response_verdict
 
 # Responses of more than five words, so that the classifier (here: a table) decides every comparison.
 A = "The cat sat on the warm mat."

@@ -9,7 +9,7 @@ import torch
 from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
-from darling.rl.config import PAPER_MATH_TEMPLATE, RLTrainConfig
+from darling.rl.config import PAPER_MATH_TEMPLATE, RLTrainConfig, trl_fields
 from darling.rl.train import build_quality, build_scorer, grpo_args
 
 
@@ -110,3 +110,53 @@ def test_any_grpo_config_field_after_the_commands_own(tmp_path):
     )
     assert_one_line_error(typo, "grpo.epsilon_hihg: not a field of TRL")  # before any model loads
     assert not (tmp_path / "x").exists()
+
+
+# rl-train's settings that are darling's own (data, the reward, devices, the verl recipe): they never reach TRL
+DARLING_OWN = {
+    "policy", "problems", "limit", "user_template", "diversity", "classifier", "classifier_urls",
+    "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
+    "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "combine", "norm", "correct_only",
+    "floor", "prune_checkpoints", "threads", "engine", "verl_gpus", "verl_nodes", "dry_run", "grpo",
+}  # fmt: skip
+
+
+def test_every_setting_reaches_trl_once_or_is_darlings_own(tmp_path):
+    """One source per setting: a field marked for TRL reaches GRPOConfig under that name (grpo_args builds it from
+    the marks), a field named here never does, and no field is both or neither; `--set grpo.X` cannot set a TRL field
+    a second time."""
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    names = {f.name for f in fields(RLTrainConfig)}
+    to_trl = trl_fields()
+    assert set(to_trl.values()) | DARLING_OWN == names and not set(to_trl.values()) & DARLING_OWN
+    assert set(to_trl) <= {f.name for f in fields(GRPOConfig)}
+    config = RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "learning_rate": 3e-5})
+    args = grpo_args(config)
+    for trl_name, name in to_trl.items():
+        want = str(config.output) if name == "output" else getattr(config, name)
+        if name == "steps_per_generation" and want is None:  # TRL's default: the accumulation steps
+            want = config.gradient_accumulation_steps
+        assert getattr(args, trl_name) == (want if name != "report_to" else []), trl_name  # "none": TRL's []
+    for trl_name in to_trl:
+        with pytest.raises(UserInputError, match=f"grpo.{trl_name}: rl-train sets it from its own setting"):
+            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, f"grpo.{trl_name}": 1})
+
+
+def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
+    """correct_only with floor 0 and a floor out of range: refused by DarlingConfig, in both entry points' words."""
+    from darling.rl.reward import DarlingConfig
+    from darling.rl.verl_reward import VerlSettings
+
+    for bad, message in [({"correct_only": True}, "correct_only with floor 0"), ({"floor": 2.0}, "floor must be in")]:
+        with pytest.raises(ValueError, match=message):
+            DarlingConfig(**bad).check_learning_signal()
+        with pytest.raises(ValueError, match=message):
+            VerlSettings(classifier="clf", **bad)
+        with pytest.raises(UserInputError, match=message):
+            RLTrainConfig.build("cpu", overrides={"output": "x", "classifier": "clf", **bad})
+    DarlingConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed
+    DarlingConfig(correct_only=True)  # what the baseline measures DARLING's term with: it may hold them
+    RLTrainConfig.build("cpu", overrides={"output": "x", "diversity": False, "correct_only": True})
