@@ -330,7 +330,9 @@ def test_side_by_side_starts_the_next_command_when_any_ends_and_a_failure_ends_t
     (a slow base model's eval no longer holds a free core); a failing command ends the block with its log's end
     and stops the others, at once. Shell stand-ins for the commands, the real prelude and scheduling lines."""
     order = tmp_path / "order"
-    slow, quick, third = (StandIn(n, f"sleep {t}; echo {n} >> {order}") for n, t in [("a", 3), ("b", 0.3), ("c", 0)])
+    # "a" ends only after "c" has run: if the third command waited for both first ones, the block would never end
+    slow = StandIn("a", f"until grep -qx c {order} 2>/dev/null; do sleep 0.05; done; echo a >> {order}")
+    quick, third = (StandIn(n, f"sleep {t}; echo {n} >> {order}") for n, t in [("b", 0.3), ("c", 0)])
     block = run_side_by_side(tmp_path, slow, quick, third)
     assert block.wait(timeout=60) == 0
     assert order.read_text().split() == ["b", "c", "a"]
