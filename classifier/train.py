@@ -285,6 +285,34 @@ def score_test(clf: EquivalenceScorer, test_pairs: list[LabelledPair], report_di
     return write_report(test_pairs, probs, clf.threshold, report_dir, "held-out test pairs")
 
 
+@dataclass
+class Fitted:
+    """What ``fit`` leaves: the trainer (its ranks and schedule), the model's parts, the full trained model."""
+
+    trainer: Any
+    parts: Any
+    tokenizer: Any
+    trained: Any
+    seconds: float
+
+
+def fit(config: ClassifierTrainConfig, train_pairs, val_pairs, work_dir: Path, resume_from: Path | None, progress):
+    """Build the model of ``config.kind`` and train it with Lightning (from ``resume_from`` if given)."""
+    backbone = resolve_backbone(config.backbone)
+    tokenizer = load_tokenizer(backbone, config.trust_remote_code)
+    if config.kind == BI_ENCODER:
+        parts = bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume_from is not None)
+    else:
+        parts = cross_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs)
+    trainer = build_trainer(config, parts.hf_model, work_dir, progress)
+    start = time.perf_counter()
+    trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(resume_from) if resume_from else None)
+    seconds = time.perf_counter() - start
+    trained = _full_model(trainer, parts.module, config, parts.fresh_model)
+    release_training_state(trainer, parts.module)
+    return Fitted(trainer, parts, tokenizer, trained, seconds)
+
+
 def train_classifier(
     config: ClassifierTrainConfig,
     data: str | Path | PairSet,
@@ -308,33 +336,29 @@ def train_classifier(
     last_ckpt = work_dir / "checkpoints" / "last.ckpt"
     if resume and not last_ckpt.exists():
         raise UserInputError(f"--resume: no checkpoint at {last_ckpt}")
-
     pairs = pair_set(data)
     test_pairs = pair_set(test).pairs if test is not None else None  # bad input fails before training
     train_pairs, val_pairs = _pairs_and_val(config, pairs, val)
-    backbone = resolve_backbone(config.backbone)
-    tokenizer = load_tokenizer(backbone, config.trust_remote_code)
-    if config.kind == BI_ENCODER:
-        parts = bi_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs, resume)
-    else:
-        parts = cross_encoder_parts(config, backbone, tokenizer, train_pairs, val_pairs)
-    trainer = build_trainer(config, parts.hf_model, work_dir, progress)
-    start = time.perf_counter()
-    trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(last_ckpt) if resume else None)
-    train_seconds = time.perf_counter() - start
-    trained = _full_model(trainer, parts.module, config, parts.fresh_model)
-    release_training_state(trainer, parts.module)
+    fitted = fit(config, train_pairs, val_pairs, work_dir, last_ckpt if resume else None, progress)
+    trainer = fitted.trainer
     if not trainer.is_global_zero:
         n = (len(train_pairs), len(val_pairs))
-        return TrainResult(output, {}, 0.5, train_seconds, *n, trainer.global_step, rank=trainer.global_rank)
+        return TrainResult(output, {}, 0.5, fitted.seconds, *n, trainer.global_step, rank=trainer.global_rank)
+    return calibrate_and_export(config, fitted, pairs.sha256, (len(train_pairs), val_pairs, test_pairs), output)
 
-    dtype = config.inference_dtype()
-    clf = parts.scorer(scoring_copy(trained, dtype, trainer.strategy.root_device))
+
+def calibrate_and_export(
+    config: ClassifierTrainConfig, fitted: Fitted, data_sha256: str, split: tuple, output: Path
+) -> TrainResult:
+    """Rank 0: the threshold from the validation pairs, the test pairs scored, the export written."""
+    n_train, val_pairs, test_pairs = split
+    trainer, work_dir, dtype = fitted.trainer, output / "training", config.inference_dtype()
+    clf = fitted.parts.scorer(scoring_copy(fitted.trained, dtype, trainer.strategy.root_device))
     threshold, metrics = calibrate(
         clf, val_pairs, config.threshold_objective, work_dir / "validation", config.expected_equivalent_share
     )
     clf.threshold = threshold
-    metrics["train_seconds"] = round(train_seconds, 1)
+    metrics["train_seconds"] = round(fitted.seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
     world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
     schedule = {
@@ -344,23 +368,14 @@ def train_classifier(
         "optimiser_steps": trainer.global_step,
     }
     meta = build_meta(
-        {**parts.meta_fields(trained), "dtype": dtype, "schedule": schedule},
+        {**fitted.parts.meta_fields(fitted.trained), "dtype": dtype, "schedule": schedule},
         config.backbone,
         threshold,
         metrics,
-        pairs.sha256,
+        data_sha256,
         config.to_dict(),
         test_metrics,
     )
-    export_classifier(trained, tokenizer, output, meta)
-    return TrainResult(
-        output,
-        metrics,
-        threshold,
-        train_seconds,
-        len(train_pairs),
-        len(val_pairs),
-        trainer.global_step,
-        trained,
-        test_metrics,
-    )
+    export_classifier(fitted.trained, fitted.tokenizer, output, meta)
+    n = (n_train, len(val_pairs), trainer.global_step)
+    return TrainResult(output, metrics, threshold, fitted.seconds, *n, fitted.trained, test_metrics)

@@ -20,6 +20,19 @@ from darling.core.schemas import LabelledPair
 
 
 def _grads_after_one_step(backbone, batch_size, accumulate, labels=(0, 1, 0, 1), weighted=False):
+    """The gradients of one optimiser step, on one thread: summed over micro batches or in one, the same sums must
+    agree to 1e-6, and two threads reduce in an order that varies with the machine's load (measured: a 2-thread run
+    beside other work missed by more, in token_type_embeddings)."""
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _one_step(backbone, batch_size, accumulate, labels, weighted)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _one_step(backbone, batch_size, accumulate, labels, weighted):
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(0)
