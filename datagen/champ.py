@@ -156,6 +156,32 @@ def champ_identifiers(limit: int | None = None) -> list[str]:
     return list(_champ_json())[:limit]
 
 
+def rollout_row(problem: Any, model: str, setting: str, sample_index: int, found: tuple) -> dict[str, Any]:
+    """One CHAMP solution (and its summary) as a row of ROLLOUT_COLUMNS, its answer graded with math-verify."""
+    solution, summary = found[0]["text"], found[1]["text"]
+    extracted = summary_answer(summary, solution)
+    row = {
+        "rollout_id": stable_id(problem.problem_id, model, sample_index),
+        "problem_id": problem.problem_id,
+        "source": SOURCE,
+        "model": model,
+        "sample_index": sample_index,
+        "prompt_setting": setting,
+        "problem": problem.problem,
+        "reference_answer": problem.reference_answer,
+        "response": solution,
+        "finish_reason": "imported",
+        "num_tokens": None,
+        "extracted_answer": extracted,
+        "correct": grade(problem.reference_answer, summary, solution, extracted),
+        "engine": ENGINE,
+        "sampling": "{}",
+        "status": "ok",
+        "error": None,
+    }
+    return {column: row[column] for column in ROLLOUT_COLUMNS}
+
+
 def import_champ_rollouts(
     progress: bool = False, limit: int | None = None, only: Collection[str] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -192,29 +218,7 @@ def import_champ_rollouts(
         if isinstance(found, str):
             skipped[found] += 1
             continue
-        solution, summary = found[0]["text"], found[1]["text"]
-        extracted = summary_answer(summary, solution)
-        sample_index = indices[model][setting]
-        row = {
-            "rollout_id": stable_id(problem.problem_id, model, sample_index),
-            "problem_id": problem.problem_id,
-            "source": SOURCE,
-            "model": model,
-            "sample_index": sample_index,
-            "prompt_setting": setting,
-            "problem": problem.problem,
-            "reference_answer": problem.reference_answer,
-            "response": solution,
-            "finish_reason": "imported",
-            "num_tokens": None,
-            "extracted_answer": extracted,
-            "correct": grade(problem.reference_answer, summary, solution, extracted),
-            "engine": ENGINE,
-            "sampling": "{}",
-            "status": "ok",
-            "error": None,
-        }
-        rows.append({column: row[column] for column in ROLLOUT_COLUMNS})
+        rows.append(rollout_row(problem, model, setting, indices[model][setting], found))
     stats = {
         "total": len(conversations),
         "imported": len(rows),

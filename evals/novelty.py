@@ -299,6 +299,32 @@ def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: s
 
 
 # -- the whole evaluation ------------------------------------------------------------------------------------
+def run_description(
+    config: NoveltyConfig, classifier: dict[str, Any], generation: dict[str, Any], stats: dict[str, Any]
+) -> dict[str, Any]:
+    """What metrics.json says of how its figures were made: utility, classifier, quality, generation, partition."""
+    quality = f"reward model, bucketed 1..{len(config.quality_cut_points) + 1}" if config.reward_model else None
+    weighted = config.utility == NOVELTYBENCH  # the darling-fork mean has no patience: none is reported
+    return {
+        "utility": {
+            "method": config.utility,
+            "patience": config.patience if weighted else None,
+            "definition": UTILITIES[config.utility],
+        },
+        **classifier,
+        "reward_model": config.reward_model,
+        "cut_points": list(config.quality_cut_points) if config.reward_model else None,
+        "quality": quality or "none: quality = 1 for every response, so utility measures diversity only",
+        "generation": generation,
+        "partition": {
+            "method": config.partition,
+            "decision": DECISIONS[config.partition],
+            "definition": PARTITIONS[config.partition],
+            **stats,
+        },
+    }
+
+
 def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progress: bool = False) -> dict[str, Any]:
     """Generate (resumably), partition, score, and write metrics.json, report.md, novelty.png, scores.parquet
     and per_prompt.parquet to ``config.output``. Returns the metrics plus this run's generation counts."""
@@ -333,30 +359,11 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
         scored, per_prompt, stats = score_generations(config, complete, progress)
     else:  # nothing complete: an empty report that says so (the CLI exits 1)
         scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
-    quality = f"reward model, bucketed 1..{len(config.quality_cut_points) + 1}" if config.reward_model else None
-    partition = {
-        "method": config.partition,
-        "decision": DECISIONS[config.partition],
-        "definition": PARTITIONS[config.partition],
-        **stats,
-    }
-    weighted = config.utility == NOVELTYBENCH  # the darling-fork mean has no patience: none is reported
-    utility = {
-        "method": config.utility,
-        "patience": config.patience if weighted else None,
-        "definition": UTILITIES[config.utility],
-    }
     metrics = {
         **summarise(per_prompt),
         "n_prompts_incomplete": len(wanted) - len(complete_ids),
         "k": k,
-        "utility": utility,
-        **classifier,
-        "reward_model": config.reward_model,
-        "cut_points": list(config.quality_cut_points) if config.reward_model else None,
-        "quality": quality or "none: quality = 1 for every response, so utility measures diversity only",
-        "generation": generation,
-        "partition": partition,
+        **run_description(config, classifier, generation, stats),
     }
     write_outputs(Path(config.output), scored, per_prompt, metrics)
     return {**metrics, "run": counts}

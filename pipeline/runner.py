@@ -181,6 +181,31 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 
 
+def run_stage(config: PipelineConfig, stage, book: StageBook, counter: str, log: Callable[[str], None]) -> None:
+    """One stage's block, recorded in ``book`` (done, failed or interrupted, with its time); skipped when an
+    earlier run finished it. A failure writes the report of what ran and propagates: a rerun resumes there."""
+    name = stage.name
+    if book.done(name):
+        log(f"{counter} {name}: done earlier in {book.records[name]['seconds']:.1f} s, skipped")
+        return
+    log(f"{counter} {name} — {stage.describe()}")
+    book.start(name)
+    start = time.perf_counter()
+    try:
+        run_block(config, stage, book.records[name]["attempts"], log)
+        summary = summarise(name, config)
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
+        write_report(config, book.records)
+        log(f"{counter} {name}: {status} after {time.perf_counter() - start:.1f} s; rerun the same command to resume")
+        raise
+    seconds = time.perf_counter() - start
+    ran = [line for line in stage.lines if not line.startswith("#")]
+    book.finish(name, "done", seconds, commands=ran, summary=summary)
+    log(f"{counter} {name}: done in {seconds:.1f} s")
+
+
 def run_pipeline(
     config: PipelineConfig, log: Callable[[str], None] | None = None, argv: list[str] | None = None
 ) -> dict[str, Any]:
@@ -210,31 +235,8 @@ def run_pipeline(
     book = StageBook(config.run)
     for note in plan_notes(config):  # what the chain does by design, said before it starts
         log(f"note: {note}")
-    total = len(stages)
     for i, stage in enumerate(stages, 1):
-        name = stage.name
-        if book.done(name):
-            log(f"[{i}/{total}] {name}: done earlier in {book.records[name]['seconds']:.1f} s, skipped")
-            continue
-        log(f"[{i}/{total}] {name} — {stage.describe()}")
-        book.start(name)
-        start = time.perf_counter()
-        try:
-            run_block(config, stage, book.records[name]["attempts"], log)
-            summary = summarise(name, config)
-        except BaseException as exc:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
-            write_report(config, book.records)
-            log(
-                f"[{i}/{total}] {name}: {status} after {time.perf_counter() - start:.1f} s; "
-                "rerun the same command to resume"
-            )
-            raise
-        seconds = time.perf_counter() - start
-        ran = [line for line in stage.lines if not line.startswith("#")]
-        book.finish(name, "done", seconds, commands=ran, summary=summary)
-        log(f"[{i}/{total}] {name}: done in {seconds:.1f} s")
+        run_stage(config, stage, book, f"[{i}/{len(stages)}]", log)
     report = write_report(config, book.records)
     log("manifest: hashing every file under the run folder")
     manifest = write_manifest(config, book.records, argv, "done")
