@@ -255,12 +255,19 @@ class PipelineConfig(CommandConfig):
     def run(self) -> Path:
         return Path(self.output).resolve()
 
-    def check(self) -> None:
-        if self.preset not in self.preset_names():
-            raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
+    def __post_init__(self) -> None:
+        """The tables read as their fields' types (an unknown key refused), the Ray engine wired in with ``launcher =
+        ray``; then the checks, which change nothing."""
+        for name, section in SECTIONS.items():
+            setattr(self, name, checked_table(name, section, getattr(self, name)))
         if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/launch_ray.py)
             for name in self.generating_tables():
                 setattr(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
+        super().__post_init__()
+
+    def check(self) -> None:
+        if self.preset not in self.preset_names():
+            raise UserInputError(f"unknown preset {self.preset!r}: choose {', '.join(self.preset_names())}")
         if self.seeds and (len(set(self.seeds)) < 2 or len(set(self.seeds)) != len(self.seeds)):
             raise UserInputError(f"seeds: give at least two different seeds, got {self.seeds}")
         if self.seeds and not self.grpo_baseline:
@@ -275,8 +282,6 @@ class PipelineConfig(CommandConfig):
                 "which the pipeline does not start: run RL on one node, or `rl-train --engine verl --verl-nodes N` "
                 "on a Ray cluster yourself"
             )
-        for name, section in SECTIONS.items():
-            setattr(self, name, checked_table(name, section, getattr(self, name)))
         if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):
             raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
         no_labels = self.rollouts_from == "none" and self.classifier_from == "train"

@@ -26,6 +26,12 @@ def test_stage_tables_presets_and_identity(tmp_path):
     identity = cpu.identity()
     assert next(iter(identity)) == "preset" and identity["rl.floor"] == 0.1 and identity["rl.max_steps"] == 2
     assert "output" not in identity and "threads" not in identity and "jobs" not in identity
+    import copy
+
+    ray = build_config("paper", tmp_path, launcher="ray")
+    before = copy.deepcopy(vars(ray))
+    ray.validate()  # the checks change nothing: tables and the Ray engine are resolved when the config is made
+    assert vars(ray) == before and ray.datagen["engine"] == "ray"
     compare = build_config("cpu-compare", tmp_path)  # base = "cpu", 4 prompts per step
     cpu_again = build_config("cpu", tmp_path)
     assert compare.rl == {**cpu_again.rl, "per_device_train_batch_size": 32} and compare.preset == "cpu-compare"
