@@ -38,13 +38,18 @@ def ray_cluster():
     scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's unix sockets live here
     env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     env["RAY_worker_niceness"] = "0"  # Ray starts workers at nice 15: beside the other test worker they would crawl
+    # Ray 2.60's ray.init() (the verl tests run it) turns token auth on for its new cluster and saves ~/.ray/auth_token;
+    # from then on `ray start --head` turns it on too, but `ray start --address` does not load the token and cannot
+    # join (CI: both tests errored at this fixture after the verl tests). This cluster's mode is set, not inherited.
+    env["RAY_AUTH_MODE"] = "disabled"
     port = free_port()
     common = ["--num-cpus", "2", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
     head = [ray, "start", "--head", "--port", str(port), "--include-dashboard", "false", "--temp-dir", scratch / "r"]
     try:
-        subprocess.run([*head, *common], env=env, check=True, capture_output=True, timeout=120)
         worker = [ray, "start", "--address", f"127.0.0.1:{port}", *common]
-        subprocess.run(worker, env=env, check=True, capture_output=True, timeout=120)
+        for command in ([*head, *common], worker):
+            started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+            assert started.returncode == 0, f"{command[1:3]} failed:\n{started.stdout[-3000:]}{started.stderr[-3000:]}"
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
