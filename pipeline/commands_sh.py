@@ -42,8 +42,6 @@ from darling.pipeline.stage_commands import (
     warmup_step,
 )
 
-# Every stage in chain order; a config runs those it has (the chat track: no rollouts, pairs, labels or eval-math).
-STAGES = ("datagen", "pairs", "labels", "classifier", "rl", "eval-math", "eval-novelty", "eval-creative", "compare")
 COMMANDS_FILE = "commands.sh"
 LOGS = "logs"
 # Shell functions every block may use; the script and the runner define them once, before any block.
@@ -230,65 +228,37 @@ def trl_server_lines(c: PipelineConfig, run: Step) -> list[str]:
     return [f'{env}{shlex.join(words)} > "$RUN/logs/trl-vllm-{run.name}.log" 2>&1 &', "TRL_VLLM=$!"]
 
 
-def eval_blocks(c: PipelineConfig) -> list[StageCommands]:
+def eval_math_block(c: PipelineConfig) -> StageCommands:
     models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in eval_models(c).items())
-    blocks: list[StageCommands] = []
-    if c.evaluate_math:
-        math_steps = eval_math_steps(c)
-        math = StageCommands("eval-math", _engine_where(math_steps[0].config, "pass@k"), steps=math_steps)
-        math.lines = [
-            f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
-            *side_by_side(math_steps, c.run, c.jobs),
-        ]
-        blocks.append(math)
-    novelty_steps = eval_novelty_steps(c)
-    novelty = StageCommands(
-        "eval-novelty",
-        _engine_where(novelty_steps[0].config, "generation; the fresh classifier in process"),
-        steps=novelty_steps,
-    )
-    novelty.lines = side_by_side(novelty_steps, c.run, c.jobs)
+    steps = eval_math_steps(c)
+    lines = [
+        f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
+        *side_by_side(steps, c.run, c.jobs),
+    ]
+    return StageCommands("eval-math", _engine_where(steps[0].config, "pass@k"), lines, steps)
+
+
+def eval_novelty_block(c: PipelineConfig) -> StageCommands:
+    steps = eval_novelty_steps(c)
+    where = _engine_where(steps[0].config, "generation; the fresh classifier in process")
+    lines = side_by_side(steps, c.run, c.jobs)
     if c.serve_reward_model:  # utility from the reward model's replicas, started again for this stage
         server = reward_serve_step(c, "eval-novelty")
-        novelty.lines = [
-            *start_in_background(c, server, "eval-novelty", REWARD_SERVERS_FILE),
-            *novelty.lines,
-            stop_background(server),
-        ]
-        novelty.steps.insert(0, server)
+        lines = [*start_in_background(c, server, "eval-novelty", REWARD_SERVERS_FILE), *lines, stop_background(server)]
+        steps = [server, *steps]
+    return StageCommands("eval-novelty", where, lines, steps)
+
+
+def eval_creative_block(c: PipelineConfig) -> StageCommands:
+    step = eval_creative_step(c)
+    where = _engine_where(step.config, "every policy writes; the judge scores at temperature 0")
+    return StageCommands("eval-creative", where, [step.line(c.run)], [step])
+
+
+def compare_block(c: PipelineConfig) -> StageCommands:
     step = compare_step(c)
-    compare = StageCommands(
-        "compare", "CPU, seconds: from the saved generations and training logs", [step.line(c.run)], [step]
-    )
-    blocks.append(novelty)
-    if c.evaluate_creative:
-        creative = eval_creative_step(c)
-        where = _engine_where(creative.config, "every policy writes; the judge scores at temperature 0")
-        blocks.append(StageCommands("eval-creative", where, [creative.line(c.run)], [creative]))
-    return [*blocks, compare]
-
-
-def stage_commands(config: PipelineConfig) -> list[StageCommands]:
-    """Every stage's block, in order (building them also builds, and so checks, every command's config)."""
-    rollouts = (
-        [] if config.rollouts_from == "none" else [datagen_block(config), pairs_block(config), labels_block(config)]
-    )
-    stages = [
-        *rollouts,
-        classifier_block(config),
-        rl_block(config),
-        *eval_blocks(config),
-    ]
-    assert [s.name for s in stages] == stage_names(config)
-    return stages
-
-
-def stage_names(config: PipelineConfig) -> list[str]:
-    """The stages this config's chain runs, in order."""
-    skipped = {"datagen", "pairs", "labels"} if config.rollouts_from == "none" else set()
-    skipped |= set() if config.evaluate_math else {"eval-math"}
-    skipped |= set() if config.evaluate_creative else {"eval-creative"}
-    return [name for name in STAGES if name not in skipped]
+    where = "CPU, seconds: from the saved generations and training logs"
+    return StageCommands("compare", where, [step.line(c.run)], [step])
 
 
 def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:
@@ -305,14 +275,13 @@ def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:
     return "\n".join(lines)
 
 
-def write_commands(config: PipelineConfig) -> tuple[Path, list[StageCommands]]:
-    stages = stage_commands(config)
+def write_commands(config: PipelineConfig, stages: list[StageCommands]) -> Path:
     path = config.run / COMMANDS_FILE
     data = render_script(config, stages).encode()
     if not path.exists() or path.read_bytes() != data:  # a rerun leaves it (and its mtime) alone
         atomic_write_bytes(path, data)
         path.chmod(0o755)
-    return path, stages
+    return path
 
 
 # -- inputs ------------------------------------------------------------------------------------------------------

@@ -22,11 +22,11 @@ from darling.core.shards import atomic_write_bytes
 from darling.pipeline.commands_sh import PRELUDE, StageCommands
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.stage_commands import Step, run_relative, shell_word
+from darling.pipeline.stages import STAGE
 
 SLURM_DIR = "slurm"
 SUBMIT = "submit.sh"
 RENDEZVOUS_PORT = 29500
-CPU_STAGES = ("pairs", "compare")
 SERVERS = ("serve-classifier", "serve-reward-model")  # replicas the RL processes of every node call
 LOCAL_HOST = "127.0.0.1"  # no GPU: math-verify and tables
 HEAD = 'HEAD_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)  # the rendezvous host'
@@ -83,9 +83,9 @@ def stage_lines(stage: StageCommands, config: PipelineConfig) -> list[str]:
 
 
 def stage_job(index: int, stage: StageCommands, config: PipelineConfig) -> Job:
-    training = stage.name in ("classifier", "rl")
-    nodes = config.nodes if training else 1
-    gpus = 0 if stage.name in CPU_STAGES else config.gpus_per_node
+    placement = STAGE[stage.name].placement  # cpu | node | nodes (the training stages span every node)
+    nodes = config.nodes if placement == "nodes" else 1
+    gpus = 0 if placement == "cpu" else config.gpus_per_node
     return Job(f"{index:02d}-{stage.name}.sbatch", stage.name, nodes, gpus)
 
 

@@ -15,156 +15,30 @@ from typing import Any
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands_sh import COMMANDS_FILE, input_files, stage_names
+from darling.pipeline.commands_sh import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
-from darling.pipeline.report_policies import (
-    compare_section,
-    eval_math_section,
-    eval_novelty_section,
-    fmt,
-    policy_note,
-    rl_section,
-)
+from darling.pipeline.report_sections import fmt
 from darling.pipeline.stage_commands import eval_math_steps
+from darling.pipeline.stages import Stage, active_stages
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
 VERSIONED = ("darling", "torch", "transformers", "trl", "lightning", "vllm", "math-verify", "polars")
 
 
-def _header(name: str, record: dict[str, Any], title: str, links: list[tuple[str, str]]) -> list[str]:
+def _header(stage: Stage, number: int, record: dict[str, Any]) -> list[str]:
     seconds = record.get("seconds")
     status = record.get("status", "not run")
     timing = f"{seconds:.1f} s" if isinstance(seconds, int | float) else "–"
-    linked = " · ".join(f"[{text}]({href})" for text, href in links)
+    linked = " · ".join(f"[{text}]({href})" for text, href in stage.links)
+    name = stage.name
     return [
-        f"## {title}",
+        f"## {number}. {stage.title}",
         "",
         f"Folder [`{name}/`]({name}/) · status **{status}** · wall time **{timing}**"
         + (f" · {linked}" if linked else ""),
         "",
     ]
-
-
-def _datagen(s: dict[str, Any]) -> list[str]:
-    return [
-        f"{s['mode']}.",
-        "",
-        f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
-        f"({', '.join(s['models'])}); failed: {s.get('failed', 0)}",
-        f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}",
-        "",
-    ]
-
-
-def _pairs(s: dict[str, Any]) -> list[str]:
-    lines = [
-        f"Same-answer pairs (math-verify), identical texts dropped, at most {s['max_pairs_per_problem']} per "
-        f"problem{', two different models each' if s['cross_model_only'] else ''}.",
-        "",
-        f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} problems ({s['responses_used']} responses, "
-        f"{s['duplicates_dropped']} duplicates dropped)",
-        "",
-    ]
-    if s["per_model_pair"]:
-        rows = [f"| {k} | {v} |" for k, v in s["per_model_pair"].items()]
-        lines += ["| models | pairs |", "| --- | ---: |", *rows, ""]
-    return lines
-
-
-def _labels(s: dict[str, Any]) -> list[str]:
-    c, b = s["counts"], s["label_balance"]
-    orders = "both orders; a pair is labelled only when both orders agree" if s["both_orders"] else "one order"
-    prompt = Path(s["prompt"]).name if s["prompt"] != "default" else "datagen's default"
-    return [
-        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, prompt {prompt}), "
-        f"{orders} ({s['judge_calls']} judge calls).",
-        "",
-        "| verdict | pairs |",
-        "| --- | ---: |",
-        *[f"| {k} | {v} |" for k, v in c.items()],
-        f"| → similar = 1 (same strategy) | {b.get('1', 0)} |",
-        f"| → similar = 0 (different) | {b.get('0', 0)} |",
-        "",
-        "Records (raw judge outputs, verdicts, prompt SHA-256): [`labels/records/`](labels/records/); "
-        "labels: [`labels/labelled.parquet`](labels/labelled.parquet).",
-        "",
-    ]
-
-
-def _imported_classifier(s: dict[str, Any]) -> list[str]:
-    i = s["imported"]
-    return [
-        f"Imported `{i['source']}` in the `{i['format']}` format ({s['kind']}, {s['dtype']}, "
-        f"{s['max_tokens_per_response']} tokens per response, threshold {s['threshold']}) to "
-        "[`classifier/`](classifier/); not trained here, so no validation metrics (`darling eval classifier` "
-        "measures it).",
-        "",
-    ]
-
-
-def _creative(s: dict[str, Any]) -> list[str]:
-    lines = [
-        f"EQ-Bench creative writing v3 rubric, judge `{s['judge_model']}`: {s['prompts']} prompts x {s['iterations']} "
-        "iteration(s); score = mean criterion score x 5 (0-100), bootstrap 95% interval over prompts. Details in "
-        "[`eval-creative/report.md`](eval-creative/report.md).",
-        "",
-        "| policy | score | 95% interval | pieces judged |",
-        "| --- | ---: | --- | ---: |",
-    ]
-    for name, m in s["models"].items():
-        low, high = m.get("interval") or (None, None)
-        lines.append(f"| {name} | {fmt(m.get('score'), 2)} | [{fmt(low, 2)}, {fmt(high, 2)}] | {m.get('judged')} |")
-    return [*lines, ""]
-
-
-def _classifier(s: dict[str, Any]) -> list[str]:
-    if "imported" in s:
-        return _imported_classifier(s)
-    d, v = s["data"], s["validation"]
-    schedule = s.get("schedule") or {}
-    launch = f", launched as `{s['launcher']}`" if s.get("launcher") else ""
-    lines = [
-        f"Preset `{s['preset']}` ({s['kind']}, `{s['backbone']}`, {s['dtype']}), {schedule.get('optimiser_steps')} "
-        f"optimiser steps of {schedule.get('examples_per_optimiser_step')} examples over {schedule.get('world_size')} "
-        f"process(es){launch}, {s['max_tokens_per_response']} tokens per response; trained, calibrated on its "
-        "validation split and exported to [`classifier/`](classifier/).",
-        "",
-        f"- training data [`training-pairs/pairs.jsonl`](training-pairs/pairs.jsonl): {d['pairs']} pairs "
-        f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
-        f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}",
-    ]
-    if d.get("by_design"):
-        lines.append(f"- **by design:** {d['reason']}.")
-    elif d["fallback"]:
-        lines.append(f"- **fallback:** {d['reason']}.")
-    lines += [
-        "",
-        "Validation split at the threshold it chose (optimistic: no held-out pairs at this scale):",
-        "",
-        "| validation | value |",
-        "| --- | ---: |",
-    ]
-    keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
-    lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
-    return [*lines, ""]
-
-
-SECTIONS = {
-    "datagen": ("1. Data generation: rollouts", _datagen, []),
-    "pairs": ("2. Same-answer pairs", _pairs, [("summary.json", "pairs/summary.json")]),
-    "labels": ("3. Judge labels", _labels, []),
-    "classifier": (
-        "4. Equivalence classifier: train, calibrate, export",
-        _classifier,
-        [("validation metrics", "classifier/training/validation/metrics.json"), ("model card", "classifier/README.md")],
-    ),
-    "rl": ("5. RL: DARLING, and the GRPO baseline beside it", rl_section, []),
-    "eval-math": ("6. Math before/after RL: pass@k", eval_math_section, []),
-    "eval-novelty": ("7. Novelty (NoveltyBench-style distinct / utility)", eval_novelty_section, []),
-    "eval-creative": ("8. Creative writing (EQ-Bench v3 rubric)", _creative, []),
-    "compare": ("9. DARLING against GRPO and the base policy", compare_section, []),
-}
 
 
 def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> str:
@@ -180,10 +54,10 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "| --- | --- | ---: |",
     ]
 
-    active = stage_names(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
-    for name in active:
-        r = records.get(name, {})
-        lines.append(f"| {name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
+    active = active_stages(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
+    for stage in active:
+        r = records.get(stage.name, {})
+        lines.append(f"| {stage.name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
     lines += [f"| **total** | | **{total:.1f}** |", ""]
     if config.about:
         lines += [config.about, ""]
@@ -192,17 +66,12 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "in [`logs/`](logs/).",
         "",
     ]
-    for name, (title, render, links) in SECTIONS.items():
-        if name not in active:
-            continue
-        r = records.get(name, {})
-        title = f"{active.index(name) + 1}. {title.split('. ', 1)[1]}"  # numbered within this chain's stages
-        lines += _header(name, r, title, links)
+    for number, stage in enumerate(active, 1):  # numbered within this chain's stages
+        r = records.get(stage.name, {})
+        lines += _header(stage, number, r)
         summary = r.get("summary") or {}
         if r.get("status") == "done" and summary:
-            lines += render(summary)
-            if name == "eval-math":
-                lines += policy_note(records)
+            lines += stage.render(summary, records)
         elif r.get("error"):
             lines += [f"Error: `{r['error']}`", ""]
     return "\n".join(lines)

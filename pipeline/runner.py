@@ -25,20 +25,13 @@ from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import StudyConfig
 from darling.evals.study import study
-from darling.pipeline.commands_sh import (
-    LOGS,
-    PRELUDE,
-    STAGES,
-    StageCommands,
-    stage_commands,
-    write_commands,
-    write_inputs,
-)
+from darling.pipeline.commands_sh import LOGS, PRELUDE, StageCommands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
-from darling.pipeline.summaries import plan_notes, summarise
+from darling.pipeline.stages import STAGE, STAGE_NAMES, stage_commands
+from darling.pipeline.summaries import plan_notes
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -81,7 +74,7 @@ class StageBook:
         )
 
     def save(self) -> None:
-        data = {"stages": {name: self.records[name] for name in STAGES if name in self.records}}
+        data = {"stages": {name: self.records[name] for name in STAGE_NAMES if name in self.records}}
         atomic_write_bytes(self.path, (json.dumps(data, indent=2, default=str) + "\n").encode())
 
     def done(self, name: str) -> bool:
@@ -181,7 +174,9 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 
 
-def run_stage(config: PipelineConfig, stage, book: StageBook, counter: str, log: Callable[[str], None]) -> None:
+def run_stage(
+    config: PipelineConfig, stage: StageCommands, book: StageBook, counter: str, log: Callable[[str], None]
+) -> None:
     """One stage's block, recorded in ``book`` (done, failed or interrupted, with its time); skipped when an
     earlier run finished it. A failure writes the report of what ran and propagates: a rerun resumes there."""
     name = stage.name
@@ -193,7 +188,7 @@ def run_stage(config: PipelineConfig, stage, book: StageBook, counter: str, log:
     start = time.perf_counter()
     try:
         run_block(config, stage, book.records[name]["attempts"], log)
-        summary = summarise(name, config)
+        summary = STAGE[name].summary(config)
     except BaseException as exc:
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
@@ -220,7 +215,7 @@ def run_pipeline(
     stages = stage_commands(config)  # builds, and so checks, every command's settings before anything is written
     check_identity(config)
     write_inputs(config)
-    commands, _ = write_commands(config)
+    commands = write_commands(config, stages)
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
     if config.launcher == "slurm":
         jobs = write_slurm(config, stages)

@@ -1,11 +1,10 @@
 """What each stage did, read from the files its commands wrote (the numbers ``report.md`` shows): the runner calls
-``summarise(stage, config)`` once the stage's block has run, so a summary never depends on the process that ran it.
-"""
+the stage's summary (``pipeline/stages.py`` names it) once its block has run, so a summary never depends on the
+process that ran it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +216,7 @@ def eval_math(c: PipelineConfig) -> dict[str, Any]:
 
 
 def eval_novelty(c: PipelineConfig) -> dict[str, Any]:
-    results, quality, prompts = {}, None, None
+    results, quality, prompts, patience = {}, None, None, None
     for name, step in zip(eval_models(c), eval_novelty_steps(c), strict=True):
         m = _json(Path(step.config.output) / "metrics.json")
         results[name] = {
@@ -227,8 +226,8 @@ def eval_novelty(c: PipelineConfig) -> dict[str, Any]:
                 for k in ("n_prompts", "k", "mean_distinct", "mean_utility", "mean_quality", "threshold", "partition")
             },
         }
-        quality, prompts = m["quality"], step.config.prompts
-    return {"models": results, "quality": quality, "prompts": str(prompts), "patience": 0.8}
+        quality, prompts, patience = m["quality"], step.config.prompts, m["utility"]["patience"]
+    return {"models": results, "quality": quality, "prompts": str(prompts), "patience": patience}
 
 
 def eval_creative(c: PipelineConfig) -> dict[str, Any]:
@@ -252,20 +251,3 @@ def compare(c: PipelineConfig) -> dict[str, Any]:
     s = _json(c.run / "compare" / "compare.json")
     novelty = eval_novelty_steps(c)[0].config
     return {**s, "prompt_set": novelty.prompts, "k": novelty.k, "temperature": novelty.temperature}
-
-
-SUMMARIES: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
-    "datagen": datagen,
-    "pairs": pairs,
-    "labels": labels,
-    "classifier": classifier,
-    "rl": rl,
-    "eval-math": eval_math,
-    "eval-novelty": eval_novelty,
-    "eval-creative": eval_creative,
-    "compare": compare,
-}
-
-
-def summarise(stage: str, config: PipelineConfig) -> dict[str, Any]:
-    return SUMMARIES[stage](config)

@@ -13,9 +13,9 @@ import pytest
 from helpers import CLI_ENV, vllm_python
 
 from darling.core.vllm_server import free_port
-from darling.pipeline.commands_sh import STAGES
+from darling.pipeline.stages import STAGE_NAMES
 
-CPU_STAGES = [s for s in STAGES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
+CPU_STAGES = [s for s in STAGE_NAMES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
 from darling.pipeline import build_config
-from darling.pipeline.commands_sh import STAGES, render_script, stage_commands
+from darling.pipeline.commands_sh import render_script
+from darling.pipeline.stages import STAGE_NAMES, stage_commands
 
 
 # -- fast: settings, commands.sh, the runner -----------------------------------------------------------------------
@@ -139,7 +140,7 @@ def test_paper_tiny_runs_papers_commands_with_only_values_changed(tmp_path):
     from darling.rl.config import RLTrainConfig
 
     paper, tiny = structure("paper", tmp_path / "p"), structure("paper-tiny", tmp_path / "t")
-    assert [name for name, _ in paper] == [name for name, _ in tiny] == [s for s in STAGES if s != "eval-creative"]
+    assert [name for name, _ in paper] == [name for name, _ in tiny] == [s for s in STAGE_NAMES if s != "eval-creative"]
     for (name, a), (_, b) in zip(paper, tiny, strict=True):
         assert a == b, name
     assert any("torchrun" in cmd for _, shape in paper for cmd in shape)
@@ -191,7 +192,7 @@ def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
     math7b = next(g for g in generators if g["name"] == "qwen2.5-math-7b-instruct")
     assert 28 % math7b["tensor_parallel_size"] == 0  # its 28 attention heads split evenly
     assert "deepspeed_config" in (run / "inputs" / "accelerate.yaml").read_text()
-    assert not any((run / stage).exists() for stage in STAGES) and not (run / "stages.json").exists()
+    assert not any((run / stage).exists() for stage in STAGE_NAMES) and not (run / "stages.json").exists()
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "needs-gpu" and manifest["cuda_available"] is False
     assert manifest["config"]["preset"] == "paper" and manifest["command_line"].startswith("darling pipeline")
@@ -245,7 +246,7 @@ def test_dry_run_then_a_changed_setting_or_preset_is_refused(tmp_path):
     assert "dry run" in result.stdout and "darling rl-train --preset naming" in result.stdout
     script = (run / "commands.sh").read_text()
     assert "--max-steps 2" in script and "--import champ" in script and "--structured choice" in script
-    assert not any((run / stage).exists() for stage in STAGES)
+    assert not any((run / stage).exists() for stage in STAGE_NAMES)
     refused = darling("pipeline", "--output", run, "--set", "rl.max_steps=3", timeout=120)
     assert_one_line_error(refused, "rl.max_steps=2", "rl.max_steps=3", "new --output")
     assert_one_line_error(
@@ -261,28 +262,31 @@ def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path
     """Each stage's block runs in RUN with $RUN set, its output in logs/<stage>.log; a failing block stops the run
     (the later stages untouched) and the rerun resumes at that stage. Blocks stand in for the real commands here
     (shell lines), the runner around them is the real one."""
-    from darling.pipeline import report, runner
+    from darling.pipeline import runner, stages
     from darling.pipeline.commands_sh import StageCommands
 
     failing = {"rl"}
 
-    def blocks(config):
-        stages = []
-        for name in STAGES:
+    def block(name):
+        def stand_in(config):
             line = "echo boom; exit 3" if name in failing else f'mkdir -p "$RUN/{name}" && pwd > "$RUN/{name}/cwd.txt"'
-            stages.append(StageCommands(name, "stand-in", [f"# {name}", line]))
-        return stages
+            return StageCommands(name, "stand-in", [f"# {name}", line])
 
-    monkeypatch.setattr(runner, "stage_commands", blocks)
-    monkeypatch.setattr(runner, "summarise", lambda name, config: {"stand_in": name})
-    sections = {name: (title, lambda s: [f"stand-in {s}"], []) for name, (title, _, _) in report.SECTIONS.items()}
-    monkeypatch.setattr(report, "SECTIONS", sections)
+        return stand_in
+
+    stand_ins = tuple(
+        replace(s, block=block(s.name), summary=lambda c, n=s.name: {"n": n}, section=lambda x: [f"stand-in {x}"])
+        for s in stages.STAGES
+    )
+    monkeypatch.setattr(stages, "STAGES", stand_ins)
+    for stage in stand_ins:
+        monkeypatch.setitem(stages.STAGE, stage.name, stage)
     config = build_config("cpu", tmp_path / "run")
     lines: list[str] = []
     with pytest.raises(runner.StageFailed, match="rl: a command exited with 3"):
         runner.run_pipeline(config, log=lines.append)
     records = json.loads((config.run / "stages.json").read_text())["stages"]
-    assert [records[n]["status"] for n in STAGES[:5]] == ["done"] * 4 + ["failed"] and "eval-math" not in records
+    assert [records[n]["status"] for n in STAGE_NAMES[:5]] == ["done"] * 4 + ["failed"] and "eval-math" not in records
     assert (config.run / "datagen" / "cwd.txt").read_text().strip() == str(config.run)
     assert "boom" in (config.run / "logs" / "rl.log").read_text() and "  boom" in lines
     assert "**failed**" in (config.run / "report.md").read_text()

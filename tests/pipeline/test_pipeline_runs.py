@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_line_error, darling
 
-from darling.pipeline.commands_sh import STAGES
+from darling.pipeline.stages import STAGE_NAMES
 
-CPU_STAGES = [s for s in STAGES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
+CPU_STAGES = [s for s in STAGE_NAMES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
 
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations.
 SMALL = [

@@ -1,5 +1,5 @@
-"""The policy sections of ``RUN/report.md``: DARLING RL and its GRPO baseline, eval math, eval novelty and the
-DARLING-vs-GRPO comparison (each renders one stage's summary from ``stages.json``)."""
+"""The sections of ``RUN/report.md``, one per stage: each renders its stage's summary from ``stages.json`` (the
+stage registry, ``pipeline/stages.py``, says which renders which)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,110 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
+
+
+def datagen_section(s: dict[str, Any]) -> list[str]:
+    return [
+        f"{s['mode']}.",
+        "",
+        f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
+        f"({', '.join(s['models'])}); failed: {s.get('failed', 0)}",
+        f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}",
+        "",
+    ]
+
+
+def pairs_section(s: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Same-answer pairs (math-verify), identical texts dropped, at most {s['max_pairs_per_problem']} per "
+        f"problem{', two different models each' if s['cross_model_only'] else ''}.",
+        "",
+        f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} problems ({s['responses_used']} responses, "
+        f"{s['duplicates_dropped']} duplicates dropped)",
+        "",
+    ]
+    if s["per_model_pair"]:
+        rows = [f"| {k} | {v} |" for k, v in s["per_model_pair"].items()]
+        lines += ["| models | pairs |", "| --- | ---: |", *rows, ""]
+    return lines
+
+
+def labels_section(s: dict[str, Any]) -> list[str]:
+    c, b = s["counts"], s["label_balance"]
+    orders = "both orders; a pair is labelled only when both orders agree" if s["both_orders"] else "one order"
+    prompt = Path(s["prompt"]).name if s["prompt"] != "default" else "datagen's default"
+    return [
+        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, prompt {prompt}), "
+        f"{orders} ({s['judge_calls']} judge calls).",
+        "",
+        "| verdict | pairs |",
+        "| --- | ---: |",
+        *[f"| {k} | {v} |" for k, v in c.items()],
+        f"| → similar = 1 (same strategy) | {b.get('1', 0)} |",
+        f"| → similar = 0 (different) | {b.get('0', 0)} |",
+        "",
+        "Records (raw judge outputs, verdicts, prompt SHA-256): [`labels/records/`](labels/records/); "
+        "labels: [`labels/labelled.parquet`](labels/labelled.parquet).",
+        "",
+    ]
+
+
+def imported_classifier_section(s: dict[str, Any]) -> list[str]:
+    i = s["imported"]
+    return [
+        f"Imported `{i['source']}` in the `{i['format']}` format ({s['kind']}, {s['dtype']}, "
+        f"{s['max_tokens_per_response']} tokens per response, threshold {s['threshold']}) to "
+        "[`classifier/`](classifier/); not trained here, so no validation metrics (`darling eval classifier` "
+        "measures it).",
+        "",
+    ]
+
+
+def creative_section(s: dict[str, Any]) -> list[str]:
+    lines = [
+        f"EQ-Bench creative writing v3 rubric, judge `{s['judge_model']}`: {s['prompts']} prompts x {s['iterations']} "
+        "iteration(s); score = mean criterion score x 5 (0-100), bootstrap 95% interval over prompts. Details in "
+        "[`eval-creative/report.md`](eval-creative/report.md).",
+        "",
+        "| policy | score | 95% interval | pieces judged |",
+        "| --- | ---: | --- | ---: |",
+    ]
+    for name, m in s["models"].items():
+        low, high = m.get("interval") or (None, None)
+        lines.append(f"| {name} | {fmt(m.get('score'), 2)} | [{fmt(low, 2)}, {fmt(high, 2)}] | {m.get('judged')} |")
+    return [*lines, ""]
+
+
+def classifier_section(s: dict[str, Any]) -> list[str]:
+    if "imported" in s:
+        return imported_classifier_section(s)
+    d, v = s["data"], s["validation"]
+    schedule = s.get("schedule") or {}
+    launch = f", launched as `{s['launcher']}`" if s.get("launcher") else ""
+    lines = [
+        f"Preset `{s['preset']}` ({s['kind']}, `{s['backbone']}`, {s['dtype']}), {schedule.get('optimiser_steps')} "
+        f"optimiser steps of {schedule.get('examples_per_optimiser_step')} examples over {schedule.get('world_size')} "
+        f"process(es){launch}, {s['max_tokens_per_response']} tokens per response; trained, calibrated on its "
+        "validation split and exported to [`classifier/`](classifier/).",
+        "",
+        f"- training data [`training-pairs/pairs.jsonl`](training-pairs/pairs.jsonl): {d['pairs']} pairs "
+        f"({d['by_source']['judge']} from the judge, {d['by_source']['noveltybench']} NoveltyBench), "
+        f"similar = 1: {d['balance']['1']}, similar = 0: {d['balance']['0']}",
+    ]
+    if d.get("by_design"):
+        lines.append(f"- **by design:** {d['reason']}.")
+    elif d["fallback"]:
+        lines.append(f"- **fallback:** {d['reason']}.")
+    lines += [
+        "",
+        "Validation split at the threshold it chose (optimistic: no held-out pairs at this scale):",
+        "",
+        "| validation | value |",
+        "| --- | ---: |",
+    ]
+    keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
+    lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
+    return [*lines, ""]
 
 
 def term_cell(step: dict[str, Any]) -> str:
