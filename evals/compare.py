@@ -1,11 +1,12 @@
 """``darling eval compare``: policies side by side (DARLING against its GRPO baseline and the base policy), from
 what their runs saved: ``eval novelty``'s generations, ``eval math``'s graded samples and the RL training logs.
 
-Every figure is recomputed here from the stored generations, per prompt: ``distinct`` from the partition's class
-ids (eval novelty's partition), ``distinct_answers`` from the texts alone (normalised exact match, no classifier),
-``quality`` (eval novelty's own, or an open-ended quality of ``darling.core.quality``) and ``short`` (the share of
-answers of at most ``max_words`` words); per math problem, unbiased pass@k. A difference between two policies is
-paired (the same prompts or problems, the same sampling seeds) with a percentile bootstrap over prompts or problems.
+Per prompt, eval novelty's own metrics as its ``per_prompt.parquet`` holds them (``evals/prompt_metrics.py``:
+``distinct`` from its partition, ``distinct_answers`` from the texts alone, ``utility``, ``quality``), with two
+that depend on this comparison's settings, from the stored texts: ``short`` (the share of answers of at most
+``max_words`` words) and, with ``--quality`` other than ``eval``, an open-ended ``quality`` of
+``darling.core.quality``; per math problem, unbiased pass@k. A difference between two policies is paired (the same
+prompts or problems, the same sampling seeds) with a percentile bootstrap over prompts or problems.
 Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``OUTPUT/curves.png``.
 """
 
@@ -18,14 +19,15 @@ from typing import Any
 import numpy as np
 
 from darling.core.errors import UserInputError
-from darling.core.quality import distinct_answers, open_ended_quality
+from darling.core.quality import open_ended_quality
 from darling.core.shards import atomic_write_bytes
 from darling.evals.compare_report import render_comparison
 from darling.evals.config import EVAL_QUALITY, CompareConfig, named
 from darling.evals.math import pass_at_k, scored_problems
+from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES
 
 N_BOOT = 2000
-METRICS = ("distinct", "distinct_answers", "quality", "short")
+METRICS = (*PROMPT_METRIC_NAMES, "short")  # eval novelty's per-prompt metrics, and the share of short answers
 CURVE_KEYS = {
     "darling/reward": "reward",
     "darling/quality": "quality",
@@ -38,30 +40,34 @@ WOULD_CHANGE = "darling/groups_would_change"
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
-def per_prompt_figures(
-    scores_file: Path, quality: str, max_words: int, strict: bool = False
-) -> dict[str, dict[str, float]]:
-    """``{prompt_id: {metric: value}}`` (METRICS) from one policy's ``scores.parquet``."""
+def per_prompt_figures(folder: Path, quality: str, max_words: int, strict: bool = False) -> dict[str, dict[str, float]]:
+    """``{prompt_id: {metric: value}}`` of one policy's eval novelty folder: every metric eval novelty wrote to
+    ``per_prompt.parquet`` (``evals/prompt_metrics.py``), and the two that depend on this comparison's settings,
+    read from the texts of ``scores.parquet``: ``short`` and, unless ``quality`` is eval novelty's own, ``quality``."""
     import polars as pl
 
-    if not scores_file.exists():
-        raise UserInputError(f"{scores_file}: no eval novelty scores (run `darling eval novelty` into that folder)")
+    per_prompt_file, scores_file = folder / "per_prompt.parquet", folder / "scores.parquet"
+    for path in (per_prompt_file, scores_file):
+        if not path.exists():
+            raise UserInputError(f"{path}: no eval novelty scores (run `darling eval novelty` into that folder)")
+    per_prompt = pl.read_parquet(per_prompt_file)
+    missing = [name for name in PROMPT_METRIC_NAMES if name not in per_prompt.columns]
+    if missing:
+        raise UserInputError(
+            f"{per_prompt_file}: no column {missing[0]!r} (written by an older darling): rerun `darling eval "
+            "novelty` into that folder (its generations are reused)"
+        )
+    out = {str(row["prompt_id"]): {m: float(row[m]) for m in PROMPT_METRIC_NAMES} for row in per_prompt.to_dicts()}
     frame = pl.read_parquet(scores_file).sort("prompt_id", "sample_index")
-    answers = [text.strip() for text in frame["response"].to_list()]
-    if quality == EVAL_QUALITY:
-        scores = [float(q) for q in frame["quality"].to_list()]
-    else:
-        scores = open_ended_quality(quality, max_words, strict=strict)(frame["prompt"].to_list(), answers)
-    frame = frame.with_columns(pl.Series("answer", answers), pl.Series("quality_score", scores, dtype=pl.Float64))
-    out = {}
     for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
-        texts = group["answer"].to_list()
-        out[str(prompt_id)] = {
-            "distinct": float(group["class_id"].n_unique()),
-            "distinct_answers": float(distinct_answers(texts)),
-            "quality": float(np.mean(group["quality_score"].to_list())),
-            "short": float(np.mean([0 < len(t.split()) <= max_words for t in texts])),
-        }
+        if str(prompt_id) not in out:
+            continue
+        texts = [text.strip() for text in group["response"].to_list()]
+        figures = out[str(prompt_id)]
+        figures["short"] = float(np.mean([0 < len(t.split()) <= max_words for t in texts]))
+        if quality != EVAL_QUALITY:
+            scores = open_ended_quality(quality, max_words, strict=strict)(group["prompt"].to_list(), texts)
+            figures["quality"] = float(np.mean(scores))
     return out
 
 
@@ -88,9 +94,7 @@ def compare_novelty(
 ) -> dict[str, Any]:
     """Mean METRICS per policy over the prompts every policy completed, and the paired differences of ``pairs``
     (``(a, b)``: a minus b) among the policies ``folders`` names."""
-    figures = {
-        name: per_prompt_figures(f / "scores.parquet", quality, max_words, strict) for name, f in folders.items()
-    }
+    figures = {name: per_prompt_figures(f, quality, max_words, strict) for name, f in folders.items()}
     prompts = sorted(set.intersection(*(set(f) for f in figures.values()))) if figures else []
     policies = {
         name: {metric: float(np.mean([f[p][metric] for p in prompts])) if prompts else None for metric in METRICS}

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-COMPARE_METRICS = {
-    "distinct": "distinct (eval partition)",
-    "distinct_answers": "distinct answers (exact)",
-    "quality": "quality",
-    "short": "share ≤ max words",
-}
+from darling.evals.prompt_metrics import PROMPT_METRICS
+
+# The columns of a novelty comparison: eval novelty's per-prompt metrics, then the share of short answers.
+COMPARE_METRICS = {**{m.name: m.label for m in PROMPT_METRICS}, "short": "share ≤ max words"}
 QUALITY_TEXT = {
     "relevant-short-answer": "format x the answer's MiniLM cosine to the prompt, 0 when it echoes the prompt: "
     "a proxy for a relevant answer, not a check of one",
@@ -48,10 +46,9 @@ def verdict(name: str, d: dict[str, Any], unit: str, a: str = "DARLING", b: str 
 
 def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool = False) -> list[str]:
     """The novelty comparison: definitions, per-policy means, paired differences, the verdict on the first pair."""
+    defined = [f"- **{m.label}**: {m.definition}" for m in PROMPT_METRICS if m.name != "quality"]
     lines = [
-        "- **distinct (eval partition)**: classes of eval novelty's partition (NoveltyBench's greedy partition: "
-        "two answers of at most 5 words are compared by word overlap, longer ones by the classifier)",
-        "- **distinct answers (exact)**: different answers after lower-casing and dropping punctuation (no classifier)",
+        *defined,
         f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.core.quality')}), mean per prompt; "
         f"**share ≤ max words**: answers of 1 to {max_words} words"
         + (" (the quality scores a longer answer 0: `--strict-length`)" if strict else ""),
@@ -70,7 +67,7 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool 
         "| --- |" + " ---: |" * len(COMPARE_METRICS),
     ]
     for pair, diffs in s["differences"].items():
-        lines.append(f"| {pair} | " + " | ".join(interval(diffs[m]) for m in COMPARE_METRICS) + " |")
+        lines.append(f"| {pair} | " + " | ".join(interval(diffs.get(m, {})) for m in COMPARE_METRICS) + " |")
     first = next(iter(s["differences"].items()), None)
     if first:
         a, _, b = first[0].partition(" - ")

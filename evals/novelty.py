@@ -63,6 +63,7 @@ from darling.evals.novelty_partition import (
     partition_responses,
 )
 from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
+from darling.evals.prompt_metrics import PromptAnswers, metric_columns
 
 GENERATION_KEY = ("prompt_id", "sample_index")
 GENERATION_COLUMNS = {
@@ -276,12 +277,13 @@ def score_generations(
         pl.Series("quality", quality, dtype=pl.Int64),
         pl.Series("credited_quality", [x for c, q in pairs for x in credited_quality(c, q)], dtype=pl.Float64),
     )
+    answers = [
+        PromptAnswers([t.strip() for t in texts], c, q, prompt_utility(c, q, config.utility, config.patience))
+        for texts, (c, q) in zip(groups, pairs, strict=True)
+    ]
+    columns = metric_columns(answers)  # every per-prompt metric of evals/prompt_metrics.py, computed here once
     per_prompt = by_prompt.drop("response").with_columns(
-        pl.Series("distinct", [len(set(c)) for c in classes], dtype=pl.Int64),
-        pl.Series(
-            "utility", [prompt_utility(c, q, config.utility, config.patience) for c, q in pairs], dtype=pl.Float64
-        ),
-        pl.Series("mean_quality", [float(np.mean(q)) for _, q in pairs], dtype=pl.Float64),
+        pl.Series(name, values, dtype=pl.Float64) for name, values in columns.items()
     )
     return scored, per_prompt, asdict(stats)
 

@@ -13,14 +13,9 @@ import numpy as np
 import polars as pl
 
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
+from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, mean_key
 
-EMPTY_PER_PROMPT = {
-    "prompt_id": pl.String,
-    "category": pl.String,
-    "distinct": pl.Int64,
-    "utility": pl.Float64,
-    "mean_quality": pl.Float64,
-}
+EMPTY_PER_PROMPT = {"prompt_id": pl.String, "category": pl.String, **{m: pl.Float64 for m in PROMPT_METRIC_NAMES}}
 
 
 def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, metrics: dict[str, Any]) -> None:
@@ -36,14 +31,10 @@ def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, 
 def summarise(per_prompt: pl.DataFrame) -> dict[str, Any]:
     def means(frame: pl.DataFrame) -> dict[str, Any]:
         mean = lambda col: None if frame.is_empty() else float(frame[col].mean())  # noqa: E731
-        return {
-            "n_prompts": frame.height,
-            "mean_distinct": mean("distinct"),
-            "mean_utility": mean("utility"),
-            "mean_quality": mean("mean_quality"),
-        }
+        return {"n_prompts": frame.height, **{mean_key(name): mean(name) for name in PROMPT_METRIC_NAMES}}
 
-    histogram = {str(d): int(n) for d, n in per_prompt["distinct"].value_counts().sort("distinct").iter_rows()}
+    distinct = per_prompt["distinct"].cast(pl.Int64)
+    histogram = {str(d): int(n) for d, n in distinct.value_counts().sort("distinct").iter_rows()}
     categories = sorted(c for c in per_prompt["category"].unique().to_list() if c is not None)
     per_category = {c: means(per_prompt.filter(pl.col("category") == c)) for c in categories}
     extra = {"per_category": per_category} if per_category else {}
@@ -100,10 +91,11 @@ def render_report(m: dict[str, Any]) -> str:
         "| --- | ---: |",
         f"| prompts scored | {m['n_prompts']} |",
         f"| prompts excluded (a failed generation; rerun to retry) | {m['n_prompts_incomplete']} |",
-        f"| mean distinct (of {m['k']}; {distinct_name}) | {fmt(m['mean_distinct'])} |",
-        f"| mean utility ({utility_name}) | {fmt(m['mean_utility'])} |",
-        f"| mean quality (all responses) | {fmt(m['mean_quality'])} |",
     ]
+    how = {"distinct": f"of {m['k']}; {distinct_name}", "utility": utility_name, "quality": "all responses"}
+    for name in PROMPT_METRIC_NAMES:  # every per-prompt metric, as evals/prompt_metrics.py lists them
+        detail = f" ({how[name]})" if name in how else ""
+        lines.append(f"| mean {name.replace('_', ' ')}{detail} | {fmt(m[mean_key(name)])} |")
     if m.get("per_category"):
         lines += ["", "## Per category", "", f"Distinct by {distinct_name}; {utility_name}.", ""]
         lines += ["| category | prompts | mean distinct | mean utility |", "| --- | ---: | ---: | ---: |"]

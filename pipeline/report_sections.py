@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
+from darling.evals.prompt_metrics import PROMPT_METRICS, mean_key
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -218,13 +219,14 @@ def eval_novelty_section(s: dict[str, Any]) -> list[str]:
         f"Prompts {_prompts_link(s['prompts'])}, partitioned by the freshly exported classifier. "
         f"Quality: {s['quality']}.",
         "",
-        "| model | prompts | k | mean distinct | mean utility | threshold | report |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| model | prompts | k | " + " | ".join(f"mean {m.label}" for m in PROMPT_METRICS) + " | threshold | report |",
+        "| --- | ---: | ---: |" + " ---: |" * len(PROMPT_METRICS) + " ---: | --- |",
     ]
     for name, m in s["models"].items():
+        means = " | ".join(fmt(m.get(mean_key(metric.name))) for metric in PROMPT_METRICS)  # an older run: –
         lines.append(
-            f"| {name} | {m['n_prompts']} | {m['k']} | {fmt(m['mean_distinct'])} | {fmt(m['mean_utility'])} | "
-            f"{fmt(m['threshold'])} | [report](eval-novelty/{name}/report.md) |"
+            f"| {name} | {m['n_prompts']} | {m['k']} | {means} | {fmt(m['threshold'])} | "
+            f"[report](eval-novelty/{name}/report.md) |"
         )
     return [*lines, ""]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from darling.core.local_models import resolve_model
 from darling.datagen.rollouts import read_rollouts
+from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, mean_key
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.stage_commands import (
     EVAL_NAME,
@@ -221,10 +222,7 @@ def eval_novelty(c: PipelineConfig) -> dict[str, Any]:
         m = _json(Path(step.config.output) / "metrics.json")
         results[name] = {
             "model": step.config.model,
-            **{
-                k: m[k]
-                for k in ("n_prompts", "k", "mean_distinct", "mean_utility", "mean_quality", "threshold", "partition")
-            },
+            **{k: m[k] for k in ("n_prompts", "k", *map(mean_key, PROMPT_METRIC_NAMES), "threshold", "partition")},
         }
         quality, prompts, patience = m["quality"], step.config.prompts, m["utility"]["patience"]
     return {"models": results, "quality": quality, "prompts": str(prompts), "patience": patience}

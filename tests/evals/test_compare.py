@@ -5,10 +5,11 @@ the command through its command line."""
 import json
 
 import pytest
-from helpers import darling, write_log, write_scores
+from helpers import assert_one_line_error, darling, write_log, write_scores
 
 from darling.evals.compare import compare_math, compare_novelty, paired_difference
-from darling.evals.compare_report import novelty_lines
+from darling.evals.compare_report import COMPARE_METRICS, novelty_lines
+from darling.evals.novelty import novelty_utility
 
 
 def write_math(folder, correct: dict[str, list[bool]]):
@@ -51,7 +52,14 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     folders = {"darling": write_scores(tmp_path / "d", spread), "grpo": write_scores(tmp_path / "g", collapsed)}
     result = compare_novelty(folders, "short-answer", 4, [("darling", "grpo")])
     assert result["prompts"] == 6
-    assert result["policies"]["grpo"] == {"distinct": 2.0, "distinct_answers": 2.0, "quality": 1.0, "short": 1.0}
+    grpo_utility = novelty_utility([0, 0, 0, 1], [1] * 4, 0.8)  # eval novelty's, read from its per_prompt.parquet
+    assert result["policies"]["grpo"] == {
+        "distinct": 2.0,
+        "distinct_answers": 2.0,
+        "utility": pytest.approx(grpo_utility),
+        "quality": 1.0,
+        "short": 1.0,
+    }
     darling_figures = result["policies"]["darling"]
     assert (darling_figures["distinct"], darling_figures["distinct_answers"], darling_figures["short"]) == (
         4.0,
@@ -72,8 +80,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():
     d = paired_difference([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], seed=0)
     assert d["mean"] == 0 and d["interval"][0] < 0 < d["interval"][1]
-    metrics = ("distinct", "distinct_answers", "quality", "short")
-    result = {"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(metrics, d)}, "prompts": 6}
+    result = {"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(COMPARE_METRICS, d)}, "prompts": 6}
     section = "\n".join(novelty_lines({**result, "bootstrap": 2000}, "short-answer", 4))
     assert "distinct: no difference shows at this budget" in section and "interval includes 0" in section
 
@@ -156,3 +163,18 @@ def test_strict_length_scores_long_answers_zero(tmp_path):
         assert (
             data["novelty"]["policies"]["x"]["quality"] == pytest.approx(expected) and data["strict_length"] == strict
         )
+
+
+def test_an_eval_folder_without_a_metric_column_is_refused_in_one_line(tmp_path):
+    """A per_prompt.parquet of an older darling (no distinct_answers column): rerun eval novelty, said in one line."""
+    import polars as pl
+
+    folder = write_scores(tmp_path / "old", {"p0": [("Paris", 0), ("Rome", 1)]})
+    per_prompt = folder / "per_prompt.parquet"
+    pl.read_parquet(per_prompt).drop("distinct_answers").write_parquet(per_prompt)
+    write_scores(tmp_path / "new", {"p0": [("Paris", 0), ("Rome", 1)]})
+    result = darling(
+        "eval", "compare", "--novelty", f"a={folder}", "--novelty", f"b={tmp_path / 'new'}", "-o", tmp_path / "c"
+    )
+    assert_one_line_error(result, "no column 'distinct_answers'")
+    assert not (tmp_path / "c" / "compare.json").exists()

@@ -16,6 +16,7 @@ from helpers import NOVELTY_CURATED, write_jsonl
 
 from darling.classifier.partition import partition_texts
 from darling.core.errors import UserInputError
+from darling.core.quality import distinct_answers
 from darling.evals.config import NOVELTYBENCH_CUT_POINTS, parse_cut_points
 from darling.evals.novelty import credited_quality, load_prompts, novelty_utility, quality_bucket
 
@@ -265,6 +266,8 @@ def test_cli_end_to_end_resumes_and_rescores(
         mine = scores.filter(pl.col("prompt_id") == row["prompt_id"])
         assert 1 <= row["distinct"] == mine["class_id"].n_unique() <= 3
         assert row["utility"] == pytest.approx(novelty_utility(mine["class_id"], mine["quality"], 0.8))
+        assert row["distinct_answers"] == distinct_answers([t.strip() for t in mine["response"]])
+        assert row["quality"] == pytest.approx(mine["quality"].mean())
     report = (out / "report.md").read_text()
     assert "| prompts scored | 2 |" in report and "Partition `noveltybench`: NoveltyBench's greedy" in report
     assert "| mean distinct (of 3; partition noveltybench) |" in report

@@ -294,16 +294,30 @@ def write_creative_bench(root, prompts=None, criteria=None, negative=None, templ
 
 
 def write_scores(folder, groups):
-    """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet like eval novelty's."""
+    """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet and per_prompt.parquet like eval
+    novelty's (quality 1 everywhere; the per-prompt metrics by eval novelty's own table, NoveltyBench's utility)."""
     import polars as pl
+
+    from darling.evals.novelty import prompt_utility
+    from darling.evals.prompt_metrics import PromptAnswers, metric_columns
 
     rows = [
         {"prompt_id": pid, "prompt": f"Name {pid}.", "sample_index": i, "response": text, "class_id": cls, "quality": 1}
         for pid, group in groups.items()
         for i, (text, cls) in enumerate(group)
     ]
+    answers = []
+    for group in groups.values():
+        texts, classes = [t for t, _ in group], [c for _, c in group]
+        answers.append(
+            PromptAnswers(
+                texts, classes, [1] * len(group), prompt_utility(classes, [1] * len(group), "noveltybench", 0.8)
+            )
+        )
     folder.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
+    per_prompt = {"prompt_id": list(groups), "category": [None] * len(groups), **metric_columns(answers)}
+    pl.DataFrame(per_prompt, schema_overrides={"category": pl.String}).write_parquet(folder / "per_prompt.parquet")
     return folder
 
 

@@ -1,0 +1,24 @@
+"""The per-prompt metric table (``evals/prompt_metrics.py``): each metric of one prompt's answers, and the columns
+eval novelty writes from it."""
+
+import pytest
+
+from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PromptAnswers, mean_key, metric_columns
+
+
+def test_each_metric_of_one_prompts_answers():
+    answers = PromptAnswers(["Paris", "paris.", "Rome", "Oslo"], [0, 0, 1, 1], [2, 4, 6, 8], utility=0.5)
+    columns = metric_columns([answers])
+    assert list(columns) == list(PROMPT_METRIC_NAMES)
+    assert columns["distinct"] == [2.0]  # the partition's classes
+    assert columns["distinct_answers"] == [3.0]  # Paris and paris. are one answer; the partition joined Rome, Oslo
+    assert columns["utility"] == [0.5] and columns["quality"] == [pytest.approx(5.0)]
+
+
+def test_metric_means_are_named_after_the_metric():
+    assert [mean_key(name) for name in PROMPT_METRIC_NAMES] == [
+        "mean_distinct",
+        "mean_distinct_answers",
+        "mean_utility",
+        "mean_quality",
+    ]
