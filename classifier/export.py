@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from darling.classifier.backbones import EQUIVALENT_INDEX, LABEL_NAMES
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.core.encoders import ST_POOLING_KEYS, is_encoder_only
 from darling.core.errors import UserInputError
+from darling.core.local_models import load_tokenizer
 from darling.core.readers import read_text
 
 if TYPE_CHECKING:  # torch-backed: reading an export's darling.json (every command's input check) must not load torch
@@ -83,6 +85,32 @@ def read_export_meta(path: str | Path) -> dict[str, Any]:
             expected = " or ".join(t.__name__ for t in types)
             raise UserInputError(f"{meta_path}: field '{name}' must be {expected}, got {value!r}")
     return meta
+
+
+class ClassifierExport:
+    """One export, read once: ``darling.json`` checked when this is made, its model config and tokenizer loaded on
+    first use and kept. The consumers along one path (a command's input check, the scorer of either kind, in
+    process or served, the served-vs-in-process check) take this object, so none reads the folder again."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.meta = read_export_meta(self.path)
+
+    @classmethod
+    def of(cls, export: ClassifierExport | str | Path) -> ClassifierExport:
+        return export if isinstance(export, ClassifierExport) else cls(export)
+
+    @property
+    def kind(self) -> str:
+        return self.meta["kind"]
+
+    @cached_property
+    def model_config(self) -> dict[str, Any]:
+        return read_model_config(self.path)
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        return load_tokenizer(str(self.path))  # loads transformers: on first use only
 
 
 def read_model_config(path: str | Path) -> dict[str, Any]:

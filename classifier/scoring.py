@@ -18,9 +18,8 @@ from darling.classifier.backbones import EQUIVALENT_INDEX, load_exported_strict
 from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
-from darling.classifier.export import read_export_meta, read_model_config, uses_segment_ids
+from darling.classifier.export import ClassifierExport, uses_segment_ids
 from darling.core.errors import UserInputError
-from darling.core.local_models import load_tokenizer
 from darling.core.pooling_client import ClassifyClient, EmbedClient, PoolingClient
 
 Pair = tuple[str, str]
@@ -147,15 +146,18 @@ class EquivalenceClassifier(PairScorer):
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | None = None, batch_size: int = 32) -> EquivalenceScorer:
-        meta = read_export_meta(path)
-        if meta.get("kind", CROSS_ENCODER) == BI_ENCODER:
-            return BiEncoderClassifier.from_pretrained(path, device=device, batch_size=batch_size)
-        model = load_exported_strict(path, dtype=meta["dtype"])  # the precision it trained and was calibrated in
+    def from_pretrained(
+        cls, export: ClassifierExport | str | Path, device: str | None = None, batch_size: int = 32
+    ) -> EquivalenceScorer:
+        export = ClassifierExport.of(export)
+        meta = export.meta
+        if export.kind == BI_ENCODER:
+            return BiEncoderClassifier.from_pretrained(export, device=device, batch_size=batch_size)
+        model = load_exported_strict(export.path, dtype=meta["dtype"])  # the precision it trained and was calibrated in
         if device:
             model = model.to(device)
         segments = uses_segment_ids(meta, model.config)
-        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"], segment_ids=segments)
+        encoder = PairEncoder(export.tokenizer, meta["max_tokens_per_response"], segment_ids=segments)
         index = meta.get("equivalent_index", EQUIVALENT_INDEX)
         scorer = cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size, index)
         scorer.dtype = meta["dtype"]
@@ -188,15 +190,18 @@ class BiEncoderClassifier(EmbeddingScorer):
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | None = None, batch_size: int = 32) -> BiEncoderClassifier:
+    def from_pretrained(
+        cls, export: ClassifierExport | str | Path, device: str | None = None, batch_size: int = 32
+    ) -> BiEncoderClassifier:
         from transformers import AutoModel
 
-        meta = read_export_meta(path)
-        backbone = load_exported_strict(path, AutoModel, dtype=meta["dtype"])
+        export = ClassifierExport.of(export)
+        meta = export.meta
+        backbone = load_exported_strict(export.path, AutoModel, dtype=meta["dtype"])
         if device:
             backbone = backbone.to(device)  # a and b stay here: the probability is computed from numbers on the CPU
         model = BiEncoder(backbone, meta["pooling"], meta["scale"], meta["bias"])
-        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        encoder = TextEncoder(export.tokenizer, meta["max_tokens_per_response"])
         scorer = cls(model, encoder, meta["threshold"], batch_size)
         scorer.dtype = meta["dtype"]
         return scorer
@@ -239,22 +244,23 @@ class ServedEquivalenceClassifier(PairScorer):
 
     @classmethod
     def from_export(
-        cls, path: str | Path, client: PoolingClient | Sequence[str]
+        cls, export: ClassifierExport | str | Path, client: PoolingClient | Sequence[str]
     ) -> ServedEquivalenceClassifier | ServedBiEncoderClassifier:
         """Encoder and threshold from the exported directory; the weights live on the server."""
-        meta = read_export_meta(path)
-        if meta["kind"] == BI_ENCODER:
-            return ServedBiEncoderClassifier.from_export(path, client)
+        export = ClassifierExport.of(export)
+        meta = export.meta
+        if export.kind == BI_ENCODER:
+            return ServedBiEncoderClassifier.from_export(export, client)
         if not isinstance(client, ClassifyClient):
             client = (
                 ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
             )
-        if uses_segment_ids(meta, read_model_config(path)):
+        if uses_segment_ids(meta, export.model_config):
             raise UserInputError(
-                f"{path}: this model reads token type ids (0 up to the first [SEP], 1 after), which vLLM's /classify "
-                "sets to 0 for token-id input; score it in process (drop the classifier URLs)"
+                f"{export.path}: this model reads token type ids (0 up to the first [SEP], 1 after), which vLLM's "
+                "/classify sets to 0 for token-id input; score it in process (drop the classifier URLs)"
             )
-        encoder = PairEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        encoder = PairEncoder(export.tokenizer, meta["max_tokens_per_response"])
         index = meta.get("equivalent_index", EQUIVALENT_INDEX)
         return cls(encoder, client, meta["threshold"], meta.get("symmetric", False), index)
 
@@ -270,11 +276,14 @@ class ServedBiEncoderClassifier(EmbeddingScorer):
         self.client = client
 
     @classmethod
-    def from_export(cls, path: str | Path, client: PoolingClient | Sequence[str]) -> ServedBiEncoderClassifier:
-        meta = read_export_meta(path)
+    def from_export(
+        cls, export: ClassifierExport | str | Path, client: PoolingClient | Sequence[str]
+    ) -> ServedBiEncoderClassifier:
+        export = ClassifierExport.of(export)
+        meta = export.meta
         if not isinstance(client, EmbedClient):
             client = EmbedClient(client) if not isinstance(client, PoolingClient) else EmbedClient(**client.settings())
-        encoder = TextEncoder(load_tokenizer(str(path)), meta["max_tokens_per_response"])
+        encoder = TextEncoder(export.tokenizer, meta["max_tokens_per_response"])
         return cls(encoder, client, meta["scale"], meta["bias"], meta["threshold"])
 
     def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
@@ -282,14 +291,15 @@ class ServedBiEncoderClassifier(EmbeddingScorer):
 
 
 def load_scorer(
-    export: str | Path,
+    export: ClassifierExport | str | Path,
     urls: Sequence[str] = (),
     threshold: float | None = None,
     device: str | None = None,
     batch_size: int | None = None,
     **client_options,
 ) -> EquivalenceScorer:
-    """A scorer for ``export`` (a ``darling train-classifier`` output): served by ``urls`` when given (the
+    """A scorer for ``export`` (a ``darling train-classifier`` output, or the ``ClassifierExport`` already read
+    from it): served by ``urls`` when given (the
     export then only supplies the encoding and the decision), else the model in this process.
 
     ``threshold`` overrides the exported decision threshold. ``batch_size``: inputs per forward pass in this

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from darling.classifier.config import BI_ENCODER, ServeConfig
-from darling.classifier.export import read_export_meta
+from darling.classifier.export import ClassifierExport
 from darling.classifier.labelled_pairs import load_pairs
 from darling.core.devices import rank_device
 from darling.core.replicas import free_gpu_memory, pooling_replicas, start_servers
@@ -36,11 +36,14 @@ def replica_servers(config: ServeConfig, meta: dict[str, Any]) -> list[VLLMServe
     return pooling_replicas(config, config.model, runner, config.dtype or meta["dtype"], meta["max_length"])
 
 
-def start_replicas(config: ServeConfig, timeout: float = 600.0) -> list[VLLMServer]:
-    """Start the classifier's replicas and wait until all are healthy."""
+def start_replicas(
+    config: ServeConfig, export: ClassifierExport | None = None, timeout: float = 600.0
+) -> list[VLLMServer]:
+    """Start the classifier's replicas (of ``export``, already read, or of ``config.model``) and wait until all
+    are healthy."""
 
-    meta = read_export_meta(config.model)  # fails with one line unless this is a darling export
-    return start_servers(replica_servers(config, meta), timeout)
+    export = export or ClassifierExport(config.model)  # fails with one line unless this is a darling export
+    return start_servers(replica_servers(config, export.meta), timeout)
 
 
 # Largest |served - in-process| P(equivalent) accepted, by serving dtype: fp32 kernels agree to ~1e-6; bf16 keeps
@@ -61,7 +64,7 @@ class ParityReport:
         return self.max_abs_diff < self.tolerance and self.decisions_agree + self.near_threshold >= self.pairs
 
 
-def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]]) -> ParityReport:
+def parity_check(export: ClassifierExport | str | Path, urls: list[str], pairs: list[tuple[str, str]]) -> ParityReport:
     """Served P(equivalent) vs in-process, same pairs, same token ids, same dtype (both orders when a
     cross-encoder export is symmetric; a bi-encoder's served embeddings go through the same cosine map as the
     local ones). A decision may differ only for a pair within the dtype's tolerance of the threshold."""
@@ -71,13 +74,14 @@ def parity_check(model_dir: Path, urls: list[str], pairs: list[tuple[str, str]])
         load_scorer,
     )
 
-    served = typing.cast(ServedEquivalenceClassifier | ServedBiEncoderClassifier, load_scorer(model_dir, urls))
+    export = ClassifierExport.of(export)  # one read of the folder, one tokenizer, for both scorers
+    served = typing.cast(ServedEquivalenceClassifier | ServedBiEncoderClassifier, load_scorer(export, urls))
     try:
         remote_p = served.prob_equivalent(pairs)
         remote_d = served.is_equivalent(pairs)
     finally:
         served.client.close()
-    local = load_scorer(model_dir, device=rank_device())  # a 4B export is scored on a GPU, not this process's CPU
+    local = load_scorer(export, device=rank_device())  # a 4B export is scored on a GPU, not this process's CPU
     local_p, local_d = local.prob_equivalent(pairs), local.is_equivalent(pairs)
     tolerance, threshold = PARITY_TOLERANCE[getattr(local, "dtype", "float32")], local.threshold
     del local

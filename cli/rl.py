@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from darling.classifier.config import ServeConfig
+from darling.classifier.export import ClassifierExport
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
 from darling.core.replica_config import ReplicaConfig
@@ -108,8 +109,10 @@ choose). Ctrl-C or SIGTERM stops every replica.
 def serve_classifier(config: ServeConfig) -> None:
     from darling.classifier import serve_classifier as serving  # loads polars, httpx, numpy when run
 
+    export = ClassifierExport(config.model)  # read once: the replicas' settings, then both scorers of the check
+
     def check(servers: list[VLLMServer]) -> bool:
-        report = serving.parity_check(config.model, [s.base_url for s in servers], serving.sample_pairs())
+        report = serving.parity_check(export, [s.base_url for s in servers], serving.sample_pairs())
         out.print(
             f"parity {'OK' if report.ok else 'MISMATCH'}: {report.pairs} pairs, max |served - in-process| = "
             f"{report.max_abs_diff:.2e} (tolerance {report.tolerance:g} in {servers[0].dtype}), decisions agree on "
@@ -122,7 +125,7 @@ def serve_classifier(config: ServeConfig) -> None:
         )
         return report.ok
 
-    serve_replicas(config, lambda: serving.start_replicas(config), check)
+    serve_replicas(config, lambda: serving.start_replicas(config, export), check)
 
 
 REWARD_SERVE_DOC = """Serve a reward model (a sequence classifier with one output) with vLLM on N replicas (`--runner

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from darling.classifier.export import read_export_meta
+from darling.classifier.export import ClassifierExport
 from darling.core.devices import rank_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source, resolve_model
@@ -69,24 +69,24 @@ def build_dataset(config: RLTrainConfig):
     return Dataset.from_list(rows)
 
 
-def build_scorer(config: RLTrainConfig):
+def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
     """The in-process (on ``classifier_device``, default this rank's accelerator) or vLLM-served classifier,
-    either kind; the GRPO baseline gets one only to measure distinct per group for the logs (None without
-    --classifier)."""
+    either kind, of ``export`` (``config.classifier`` already read) or ``config.classifier``; the GRPO baseline gets
+    one only to measure distinct per group for the logs (None without --classifier)."""
     from darling.classifier.scoring import load_scorer  # loads torch: not before the settings are checked
 
     if config.classifier is None:
         return None
-
+    export = export or ClassifierExport(config.classifier)
     if config.classifier_urls:
         return load_scorer(
-            config.classifier,
+            export,
             config.classifier_urls,
             threshold=config.classifier_threshold,
             **client_options(config),
         )
     device = config.classifier_device or rank_device()
-    return load_scorer(config.classifier, threshold=config.classifier_threshold, device=device)
+    return load_scorer(export, threshold=config.classifier_threshold, device=device)
 
 
 def client_options(config: RLTrainConfig) -> dict:
@@ -147,8 +147,9 @@ def grpo_args(config: RLTrainConfig):
     return GRPOConfig(**own, **{**overrides, "model_init_kwargs": model_init_kwargs(config, overrides)})
 
 
-def build_trainer(config: RLTrainConfig, dataset=None):
-    """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``)."""
+def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport | None = None):
+    """A ready ``GRPOTrainer`` whose only reward function is the DARLING reward (``trainer.darling_reward``);
+    ``dataset`` and ``export`` when ``rl_train`` has read them already."""
     import torch
     from trl import GRPOTrainer
 
@@ -161,7 +162,7 @@ def build_trainer(config: RLTrainConfig, dataset=None):
     dataset = dataset if dataset is not None else build_dataset(config)
     reward = DarlingRewardFunction(
         config.num_generations,
-        build_scorer(config),
+        build_scorer(config, export),
         config.darling(),
         build_quality(config),
         scale=config.scale_rewards,
@@ -232,12 +233,12 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics, also written to
     ``OUTPUT/log_history.json`` beside ``OUTPUT/final``)."""
     config.validate()
-    dataset = None
+    dataset, export = None, None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched or a model loads
         dataset = build_dataset(config)
         grpo_overrides(config)
         if config.classifier is not None:
-            read_export_meta(config.classifier)
+            export = ClassifierExport(config.classifier)
         check_policy(config.policy)  # may convert the packaged SmolLM2 the first time: after the cheap checks
     resuming = start_or_resume(config, resume)
     last = last_complete_checkpoint(config.output) if resuming else None
@@ -245,7 +246,7 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
         raise UserInputError(
             f"{config.output}: no complete checkpoint-* to resume from (each lacks trainer_state.json)"
         )
-    trainer = trainer or build_trainer(config, dataset)
+    trainer = trainer or build_trainer(config, dataset, export)
     trainer.train(resume_from_checkpoint=str(last) if last else False)
     trainer.save_model(str(Path(config.output) / "final"))
     if trainer.is_world_process_zero():
