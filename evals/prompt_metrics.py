@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from statistics import fmean
 
 from darling.core.quality import distinct_answers
 
@@ -51,7 +50,7 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         "eval novelty's utility: the quality of the first answer of each class, repeats 0 (its method and patience)",
         lambda a: float(a.utility),
     ),
-    PromptMetric("quality", "quality", "eval novelty's quality, mean per prompt", lambda a: float(np.mean(a.quality))),
+    PromptMetric("quality", "quality", "eval novelty's quality, mean per prompt", lambda a: fmean(a.quality)),
 )
 PROMPT_METRIC_NAMES = tuple(m.name for m in PROMPT_METRICS)
 
