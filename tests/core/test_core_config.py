@@ -1,5 +1,6 @@
 """The one config system (darling.core.config) and the command line built from it (darling.cli.options)."""
 
+import json
 from dataclasses import fields
 from pathlib import Path
 
@@ -146,8 +147,10 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
     from darling.cli.main import app
 
     calls = []
+    meta = {"kind": "cross-encoder", "threshold": 0.5, "max_tokens_per_response": 8, "max_length": 19}
+    (tmp_path / "darling.json").write_text(json.dumps(meta))  # the command reads the export once, before replicas
     server = SimpleNamespace(base_url="http://127.0.0.1:9", log_path="log", process=None, dtype="float32")
-    monkeypatch.setattr(serve, "start_replicas", lambda config: calls.append(config) or [server])
+    monkeypatch.setattr(serve, "start_replicas", lambda config, export: calls.append(config) or [server])
     monkeypatch.setattr(replicas, "stop_all", lambda servers: calls.append(("stopped", servers)))
     monkeypatch.setattr(replicas, "stop_on_sigterm", lambda: None)
     monkeypatch.setattr(serve, "sample_pairs", lambda: [("a", "b")])

@@ -373,7 +373,10 @@ def test_ctrl_c_stops_a_block_and_every_command_it_started(tmp_path):
         assert time.monotonic() < deadline and block.poll() is None
         time.sleep(0.05)
     block.send_signal(signal.SIGINT)
-    assert block.wait(timeout=10) == 130
+    # 25 s: a block that ignored the signal would end 0 when its commands do (30 s), so this still fails then; 10 s
+    # timed out once in a full clean-clone suite (vLLM-CPU servers and RL beside it), not reproduced in 76 runs
+    # here with the CPU saturated
+    assert block.wait(timeout=25) == 130
     assert all(ends_soon(p) for p in pids)
 
 
