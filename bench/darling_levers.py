@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from darling.evals.prompt_metrics import has_every_metric
+
 DARLING = str(Path(sys.executable).parent / "darling")
 RL = ["rl-train", "--preset", "naming", "--prune-checkpoints", "--save-steps", "4"]
 PROMPTS = {"train": "naming-train", "heldout": "naming-heldout"}
@@ -99,7 +101,7 @@ def evaluate(args, name: str, model: str, folder: Path, seed: int, prompts: str)
 
 def evaluations(args, jobs: list[tuple[str, str, Path, int, str]]) -> None:
     """Eval novelty of every (name, model, folder, seed, prompts) not yet done, two at a time."""
-    todo = [evaluate(args, *job) for job in jobs if not (job[2] / "metrics.json").exists()]
+    todo = [evaluate(args, *job) for job in jobs if not has_every_metric(job[2])]
     for k in range(0, len(todo), 2):
         side_by_side(todo[k : k + 2])
 

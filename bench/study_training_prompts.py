@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from darling.evals.prompt_metrics import has_every_metric
+
 DARLING = str(Path(sys.executable).parent / "darling")
 
 
@@ -61,7 +63,7 @@ def one_seed(args, seed: int) -> Path:
     evals = []
     for name, model in models.items():
         folder = out / "eval-novelty" / name
-        if (folder / "metrics.json").exists():
+        if has_every_metric(folder):
             continue
         argv = ["eval", "novelty", "--output", str(folder), "--classifier", str(seed_run / "classifier")]
         argv += ["--prompts", args.prompts, "--limit", str(args.limit), "--model", model, "--k", str(args.k)]

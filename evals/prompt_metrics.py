@@ -5,8 +5,10 @@ test and its line in docs/evals.md."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 
 from darling.core.quality import distinct_answers
@@ -63,3 +65,10 @@ def mean_key(name: str) -> str:
 def metric_columns(prompts: Sequence[PromptAnswers]) -> dict[str, list[float]]:
     """Every metric of every prompt: ``{name: [value per prompt]}``."""
     return {m.name: [m.of(p) for p in prompts] for m in PROMPT_METRICS}
+
+
+def has_every_metric(folder: Path) -> bool:
+    """``eval novelty`` finished in ``folder`` with a mean of every metric of this table (a folder scored before a
+    metric was added has not: rerunning eval novelty there rescores it, its generations reused)."""
+    path = Path(folder) / "metrics.json"
+    return path.exists() and all(mean_key(name) in json.loads(path.read_text()) for name in PROMPT_METRIC_NAMES)

@@ -22,3 +22,17 @@ def test_metric_means_are_named_after_the_metric():
         "mean_utility",
         "mean_quality",
     ]
+
+
+def test_a_folder_scored_before_a_metric_was_added_is_not_finished(tmp_path):
+    """The benches rescore such a folder (eval compare would refuse it) instead of skipping it as done."""
+    import json
+
+    from darling.evals.prompt_metrics import has_every_metric
+
+    assert not has_every_metric(tmp_path)  # nothing scored
+    means = {mean_key(name): 1.0 for name in PROMPT_METRIC_NAMES}
+    (tmp_path / "metrics.json").write_text(json.dumps({k: v for k, v in means.items() if k != "mean_distinct_answers"}))
+    assert not has_every_metric(tmp_path)
+    (tmp_path / "metrics.json").write_text(json.dumps(means))
+    assert has_every_metric(tmp_path)
