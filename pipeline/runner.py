@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -107,6 +108,17 @@ def block_environment(config: PipelineConfig) -> dict[str, str]:
     }
 
 
+# The signals that stop a block. A child inherits its parent's signal mask: where a library left one of them blocked
+# in this process, the block's trap (and every command under it) would never see Ctrl-C (the block test timed out
+# so in a full suite, its process left with SIGINT blocked; reproduced by starting it so).
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def unblock_stop_signals() -> None:
+    """In a block's bash, before it starts: Ctrl-C and SIGTERM delivered, whatever this process's mask was."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: Callable[[str], None]) -> None:
     """Run the stage's block (after the script's prelude) with bash in RUN; its output goes to ``log`` and to
     ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log."""
@@ -121,6 +133,7 @@ def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: C
             env=block_environment(config),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            preexec_fn=unblock_stop_signals,
         )
         assert process.stdout is not None
         for raw in process.stdout:
