@@ -1,7 +1,7 @@
 """The per-prompt metrics of a prompt's k answers, each defined once. ``eval novelty`` computes every one into
 ``per_prompt.parquet`` (a column each) and its mean into ``metrics.json`` (``mean_<name>``); ``eval compare``, the
 pipeline's summary and report read them through this table. Adding a metric is one entry here (its function), its
-test and its line in docs/evals.md."""
+test and its line in docs/evaluation.md."""
 
 from __future__ import annotations
 

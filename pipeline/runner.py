@@ -108,9 +108,9 @@ def block_environment(config: PipelineConfig) -> dict[str, str]:
     }
 
 
-# The signals that stop a block. A child inherits its parent's signal mask: where a library left one of them blocked
-# in this process, the block's trap (and every command under it) would never see Ctrl-C (the block test timed out
-# so in a full suite, its process left with SIGINT blocked; reproduced by starting it so).
+# The signals that stop a block. A child inherits its parent's signal mask: where something left one of them
+# blocked in this process, the block's trap (and every command under it) would never see Ctrl-C (reproduced by
+# starting the block test with SIGINT blocked; it did not cure that test's rare failure in full suites).
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
