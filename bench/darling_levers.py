@@ -12,8 +12,19 @@ measures, with the commands a user runs (``darling rl-train``, ``eval novelty``,
   paired over prompts with a bootstrap interval, and pooled over seeds (hierarchical bootstrap) by ``eval study``;
 - **wall time** of the two RL runs.
 
-Every command resumes, so a rerun continues where a killed one stopped. Writes ``OUT/results.jsonl`` (a line per lever
-and seed), ``OUT/study-<lever>-<prompts>/`` and ``OUT/levers.md``.
+Every command resumes, so a rerun continues where a killed one stopped (an RL run from its last checkpoint, or from its
+start when it saved none). Writes ``OUT/results.jsonl`` (a line per lever and seed), ``OUT/study-<lever>-<prompts>/``
+and ``OUT/levers.md``.
+
+Disk: the bench reads only each run's ``final`` policy and ``log_history.json``; a checkpoint serves only to resume a
+killed run. So each RL run saves one checkpoint, at its end (``--save-steps N``: every N steps, for long runs worth
+resuming), keeps at most one (``save_total_limit=1``) and deletes it once ``final`` is saved. A SmolLM2 checkpoint
+with its optimizer state is 1.6 GB and a final policy 0.54 GB: a run needs ~2.2 GB at its end (a second checkpoint
+for a moment while a newer one is written with ``--save-steps``) and keeps 0.54 GB; a lever and seed (two runs side by
+side) ~4.3 GB at its peak and ~1.1 GB after, a warm-up 0.54 GB per seed. A lever's ``KEY=VALUE`` (and
+``--warmup-set``) reaches ``rl-train`` as ``--set`` after the bench's own defaults (checkpointing, ``threads``), so it
+overrides them; the settings the bench derives from its options (``output``, ``policy``, ``classifier``,
+``diversity``, ``seed``, ``max_steps``) are refused in a lever.
 
     .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
         --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
@@ -32,7 +43,17 @@ from pathlib import Path
 from darling.evals.prompt_metrics import has_every_metric
 
 DARLING = str(Path(sys.executable).parent / "darling")
-RL = ["rl-train", "--preset", "naming", "--prune-checkpoints", "--save-steps", "4"]
+RL = ["rl-train", "--preset", "naming"]
+# rl-train settings the bench derives from its own options: a lever (or --warmup-set) may not set them too (a flag
+# beats --set in rl-train, so the lever's value would be dropped without a word).
+OWNED = {
+    "output": "--out",
+    "policy": "--warmup-steps (the shared start policy)",
+    "classifier": "--classifier",
+    "diversity": "the bench runs both arms",
+    "seed": "--seeds",
+    "max_steps": "--steps / --warmup-steps",
+}
 PROMPTS = {"train": "naming-train", "heldout": "naming-heldout"}
 METRICS = ("distinct_answers", "distinct", "quality")
 
@@ -65,6 +86,24 @@ def settings_flags(settings: dict[str, str]) -> list[str]:
     return [w for key, value in settings.items() for w in ("--set", f"{key}={value}")]
 
 
+def owned_settings(settings: dict[str, str]) -> list[str]:
+    """The keys of ``settings`` that the bench sets itself (``OWNED``), as field names."""
+    return sorted({key.strip().replace("-", "_") for key in settings} & OWNED.keys())
+
+
+def rl_argv(out: Path, max_steps: int, save_steps: int, threads: int, settings: dict[str, str]) -> list[str]:
+    """An ``rl-train`` command line of the bench: its output and step count as flags, then the bench's defaults
+    (checkpointing, threads) and the user's ``settings`` as one ``--set`` list, the user's last (they win)."""
+    defaults = {
+        "save_steps": str(save_steps or max_steps),  # 0: one checkpoint, at the end (only a resume would read it)
+        "save_total_limit": "1",  # the newest is all a resume needs (a SmolLM2 checkpoint is 1.6 GB)
+        "prune_checkpoints": "true",  # deleted once final is saved: the bench reads final and log_history.json
+        "threads": str(threads),
+    }
+    merged = {**defaults, **{key.strip().replace("-", "_"): value for key, value in settings.items()}}
+    return [*RL, "--output", str(out), "--max-steps", str(max_steps), *settings_flags(merged)]
+
+
 def resume_flag(output: Path) -> list[str]:
     return ["--resume"] if any(output.glob("checkpoint-*")) and not (output / "final").exists() else []
 
@@ -75,8 +114,8 @@ def warm_up(args, seed: int) -> str:
         return "smollm2"
     out = args.out / f"warmup-{args.warmup_steps}-s{seed}"
     if not (out / "final").exists():
-        argv = [*RL, "--output", str(out), "--no-diversity", "--classifier", str(args.classifier), "--seed", str(seed)]
-        argv += ["--max-steps", str(args.warmup_steps), "--threads", "2", *settings_flags(args.warmup_set)]
+        argv = rl_argv(out, args.warmup_steps, args.save_steps, 2, args.warmup_set)  # alone: both cores
+        argv += ["--no-diversity", "--classifier", str(args.classifier), "--seed", str(seed)]
         seconds = run([*argv, *resume_flag(out)], out.with_suffix(".log"))
         (out / "seconds.txt").write_text(f"{seconds:.1f}\n")
     return str(out / "final")
@@ -140,9 +179,9 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
     for name, out in runs.items():
         if (out / "final").exists():
             continue
-        argv = [*RL, "--output", str(out), "--policy", start, "--classifier", str(args.classifier)]
-        argv += ["--diversity" if name == "darling" else "--no-diversity", "--seed", str(seed), "--threads", "1"]
-        argv += ["--max-steps", str(args.steps), *settings_flags(settings), *resume_flag(out)]
+        argv = rl_argv(out, args.steps, args.save_steps, 1, settings)  # two side by side: a core each
+        argv += ["--policy", start, "--classifier", str(args.classifier), "--seed", str(seed)]
+        argv += ["--diversity" if name == "darling" else "--no-diversity", *resume_flag(out)]
         commands.append((argv, out.with_suffix(".log")))
     if commands:
         (root / "rl-seconds.txt").parent.mkdir(parents=True, exist_ok=True)
@@ -274,21 +313,32 @@ def render(results: list[dict], pooled: dict[str, dict]) -> str:
 
 
 def parse_settings(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME=KEY=VALUE,KEY=VALUE`` -> (name, settings); a malformed one is a ValueError."""
     name, _, rest = text.partition("=")
-    settings = dict(item.split("=", 1) for item in rest.split(",") if item) if rest else {}
-    return name, settings
+    items = [item for item in rest.split(",") if item]
+    if not name or any("=" not in item for item in items):
+        raise ValueError(f"--lever {text!r}: expected NAME=KEY=VALUE,KEY=VALUE")
+    return name, dict(item.split("=", 1) for item in items)
 
 
 def report_only(out: Path) -> None:
     """levers.md from every (lever, seed) in results.jsonl (the last line of each), drift recomputed from the
     evaluations, pooled figures from the study folders present."""
     results = {}
-    for line in (out / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        results[(r["lever"], r["seed"])] = r
+    lines = out / "results.jsonl"
+    if not lines.is_file():
+        sys.exit(f"--report-only: {lines} does not exist (a run of the bench with --out {out} writes it)")
+    for line in lines.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            results[(r["lever"], r["seed"])] = r
+    if not results:
+        sys.exit(f"--report-only: {lines} holds no result yet")
     for (lever, seed), r in results.items():
         for prompts in PROMPTS:
-            r[prompts]["drift"] = drift(out / lever / f"s{seed}", prompts)
+            root = out / lever / f"s{seed}"
+            if all((root / f"eval-{prompts}" / name / "scores.parquet").exists() for name in ("darling", "grpo")):
+                r[prompts]["drift"] = drift(root, prompts)  # else the line's own (or none: the table shows -)
     pooled = {}
     for lever in dict.fromkeys(lever for lever, _ in results):
         studies = {p: out / f"study-{lever}-{p}" / "study.json" for p in PROMPTS}
@@ -301,13 +351,21 @@ def report_only(out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--classifier", type=Path, required=True, help="A darling classifier export.")
+    parser.add_argument("--classifier", type=Path, help="A darling classifier export (needed unless --report-only).")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--lever", action="append", default=[], help="NAME=KEY=VALUE,KEY=VALUE (rl-train settings).")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--steps", type=int, default=16, help="Steps of each branch run.")
     parser.add_argument("--warmup-steps", type=int, default=16, help="GRPO steps before the branch; 0: from the base.")
     parser.add_argument("--warmup-set", action="append", default=[], help="KEY=VALUE for the warm-up run.")
+    parser.add_argument(
+        "--save-steps",
+        type=int,
+        default=0,
+        help="Checkpoint every N steps (to resume a killed run from there); 0 (default): once, at the end of each run. "
+        "Each run keeps at most one checkpoint (1.6 GB for SmolLM2), deleted once its final policy (0.54 GB) is "
+        "saved: ~4.3 GB per lever and seed at the peak, ~1.1 GB after. A lever's save_steps=N overrides it.",
+    )
     parser.add_argument("--eval-temperature", type=float, default=0.7)
     parser.add_argument("--train-limit", type=int, default=48)
     parser.add_argument("--heldout-limit", type=int, default=24)
@@ -318,8 +376,20 @@ def main() -> None:
     if args.report_only:
         report_only(args.out)
         return
+    if args.classifier is None:
+        parser.error("--classifier is required (unless --report-only)")
+    if args.save_steps < 0:
+        parser.error("--save-steps must be 0 (once, at the end) or a step count")
+    if any("=" not in item for item in args.warmup_set):
+        parser.error("--warmup-set expects KEY=VALUE")
     args.warmup_set = dict(item.split("=", 1) for item in args.warmup_set)
-    levers = dict(parse_settings(text) for text in args.lever or ["default="])
+    try:
+        levers = dict(parse_settings(text) for text in args.lever or ["default="])
+    except ValueError as error:
+        parser.error(str(error))
+    for name, settings in [("--warmup-set", args.warmup_set), *((f"--lever {k}", v) for k, v in levers.items())]:
+        for key in owned_settings(settings):
+            parser.error(f"{name}: {key} is the bench's to set ({OWNED[key]}), not a lever's")
     seeds = [int(s) for s in args.seeds.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     results, pooled = [], {}
