@@ -19,6 +19,7 @@ from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import ClassifierExport, uses_segment_ids
+from darling.core.devices import module_device
 from darling.core.errors import UserInputError
 from darling.core.pooling_client import ClassifyClient, EmbedClient, PoolingClient
 
@@ -165,7 +166,7 @@ class EquivalenceClassifier(PairScorer):
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return module_device(self.model)
 
     @torch.inference_mode()
     def logits_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
@@ -208,7 +209,7 @@ class BiEncoderClassifier(EmbeddingScorer):
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return module_device(self.model)
 
     @torch.inference_mode()
     def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:

@@ -27,6 +27,23 @@ def default_budget(config) -> int:
     return positions - 2 - OFFSET_POSITIONS.get(getattr(config, "model_type", ""), 0)
 
 
+def untrained_classifier(
+    backbone: str,
+    max_tokens_per_response: int | None = None,
+    batch_size: int = 32,
+    trust_remote_code: bool = False,
+    device: str = "cpu",
+) -> BiEncoderClassifier:
+    """``backbone`` as it is, on ``device`` (a and b at their defaults; ``zero_shot_classifier`` fits them)."""
+    path = resolve_backbone(backbone)
+    hf_model = load_backbone_encoder(path, trust_remote_code).to(device)
+    if max_tokens_per_response is None:
+        max_tokens_per_response = default_budget(hf_model.config)
+    encoder = TextEncoder(load_tokenizer(path, trust_remote_code), max_tokens_per_response)
+    pooling = backbone_pooling(path, hf_model.config)
+    return BiEncoderClassifier(BiEncoder(hf_model, pooling), encoder, batch_size=batch_size)
+
+
 def zero_shot_classifier(
     backbone: str,
     fit_pairs: list[LabelledPair],
@@ -34,18 +51,12 @@ def zero_shot_classifier(
     objective: str = "balanced_accuracy",
     batch_size: int = 32,
     trust_remote_code: bool = False,
+    device: str = "cpu",
 ) -> BiEncoderClassifier:
     """``backbone`` untrained; a, b by logistic regression and the threshold by ``objective`` on ``fit_pairs``.
 
     The default budget is the backbone's usable positions minus its two special tokens (MiniLM: 510; MPNet: 510)."""
-    path = resolve_backbone(backbone)
-    hf_model = load_backbone_encoder(path, trust_remote_code)
-    if max_tokens_per_response is None:
-        max_tokens_per_response = default_budget(hf_model.config)
-    encoder = TextEncoder(load_tokenizer(path, trust_remote_code), max_tokens_per_response)
-    clf = BiEncoderClassifier(
-        BiEncoder(hf_model, backbone_pooling(path, hf_model.config)), encoder, batch_size=batch_size
-    )
+    clf = untrained_classifier(backbone, max_tokens_per_response, batch_size, trust_remote_code, device)
     emb = clf.embed([t for p in fit_pairs for t in p.texts])
     cos = np.einsum("ij,ij->i", emb[0::2], emb[1::2])
     labels = np.array([p.similar for p in fit_pairs])

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from darling.core.config import CommandConfig, option
+from darling.core.devices import device_option, resolve_device
 from darling.core.engine_api import ENGINE_NAMES
 from darling.core.errors import UserInputError
 
 ENGINE_PANEL = "Generation engine"
 ENGINE_HELP = (
-    "hf (transformers in this process, CPU), openai (any OpenAI-compatible server), vllm (a vLLM server process per "
-    "model, started and stopped here: GPUs, or vLLM's CPU build), vllm-offline (vllm.LLM in this process), ray (vLLM "
-    "replicas over a Ray cluster by Ray Data: --ray-address, --data-parallel-size replicas)."
+    "hf (transformers in this process, on --device), openai (any OpenAI-compatible server), vllm (a vLLM server "
+    "process per model, started and stopped here: GPUs, or vLLM's CPU build), vllm-offline (vllm.LLM in this "
+    "process), ray (vLLM replicas over a Ray cluster by Ray Data: --ray-address, --data-parallel-size replicas)."
 )
 # Settings one model of a generator list may set for itself (a 7B generator on 1 GPU, a 32B one on 4).
 ENGINE_OVERRIDES = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "gpu_memory_utilization")
@@ -75,6 +76,7 @@ class EngineConfig(CommandConfig):
         panel=ENGINE_PANEL,
     )
     threads: int | None = option(None, help="hf: torch CPU threads; vllm on the CPU: its threads.", panel=ENGINE_PANEL)
+    device: str = device_option()
     ray_address: str | None = option(
         None,
         help="ray: the cluster to run on (host:port, or auto); default $RAY_ADDRESS, else a local one in this process.",
@@ -115,7 +117,7 @@ def engine_options(settings: EngineConfig, overrides: dict[str, Any] | None = No
         offline = {k: values[k] for k in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")}
         return {k: v for k, v in offline.items() if v is not None}
     if settings.engine == "hf":
-        return {"threads": settings.threads}
+        return {"threads": settings.threads, "device": resolve_device(settings.device)}
     if settings.engine == "ray":  # data parallel = vLLM replicas placed by Ray anywhere on the cluster
         return {
             "address": settings.ray_address,

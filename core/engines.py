@@ -47,9 +47,11 @@ class HFEngine:
     name = "hf"
 
     def __init__(
-        self, device: str = "cpu", dtype: str = "float32", threads: int | None = None, trust_remote_code: bool = False
+        self, device: str = "auto", dtype: str = "float32", threads: int | None = None, trust_remote_code: bool = False
     ):
-        self.device, self.dtype, self.threads = device, dtype, threads
+        from darling.core.devices import resolve_device
+
+        self.device, self.dtype, self.threads = resolve_device(device), dtype, threads
         self.trust_remote_code = trust_remote_code
         self._model_name: str | None = None
         self._model: Any = None

@@ -28,7 +28,7 @@ from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.report import write_report
 from darling.classifier.scoring import EquivalenceClassifier
 from darling.classifier.zero_shot import zero_shot_classifier
-from darling.core.devices import rank_device
+from darling.core.devices import resolve_device
 from darling.evals.config import ClassifierEvalConfig
 from darling.evals.lexical import BASELINES, overlap_scores
 
@@ -45,19 +45,19 @@ class Row:
     extra: dict[str, Any]
 
 
-def _export_row(model_dir, texts, symmetric, batch_size, key: str, threshold: float | None = None) -> Row:
-    # this process's GPU when there is one: a 4B export scored on the CPU would take hours
-    clf = EquivalenceClassifier.from_pretrained(model_dir, device=rank_device(), batch_size=batch_size)
+def _export_row(model_dir, texts, symmetric, batch_size, key: str, device: str, threshold: float | None = None) -> Row:
+    # --device auto: this process's GPU when there is one: a 4B export scored on the CPU would take hours
+    clf = EquivalenceClassifier.from_pretrained(model_dir, device=device, batch_size=batch_size)
     used = clf.symmetric if symmetric is None else symmetric
     probs = clf.prob_equivalent(texts, symmetric=used)
     extra = {"model": str(model_dir), "kind": clf.kind, "symmetric": used}
     return Row(str(model_dir), key, probs, clf.threshold if threshold is None else threshold, extra)
 
 
-def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, key: str) -> Row:
+def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, key: str, device: str) -> Row:
 
     fit = load_pairs(fit_data)
-    clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size)
+    clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size, device=device)
     extra = {
         "model": f"zero-shot {backbone}",
         "kind": "bi-encoder (untrained)",
@@ -112,14 +112,16 @@ def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
 
         torch.set_num_threads(c.threads)
     texts = [p.texts for p in pairs.pairs]
+    device = resolve_device(c.device)
     rows = []
     if c.model is not None:
-        rows.append(_export_row(c.model, texts, c.symmetric, c.batch_size, "", c.threshold))
+        rows.append(_export_row(c.model, texts, c.symmetric, c.batch_size, "", device, c.threshold))
     if c.compare is not None:
-        rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare"))
+        rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare", device))
     if c.zero_shot is not None:
         assert c.fit_data is not None  # validate() refuses zero_shot without fit_data
-        rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, "zero_shot" if rows else ""))
+        key = "zero_shot" if rows else ""
+        rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, key, device))
     if c.baselines:
         rows += _baseline_rows(c, pairs.pairs, texts)
     return write_rows(rows, pairs, c.data, Path(c.output))

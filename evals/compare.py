@@ -13,11 +13,13 @@ Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.quality import open_ended_quality
 from darling.core.shards import atomic_write_bytes
@@ -40,10 +42,19 @@ WOULD_CHANGE = "darling/groups_would_change"
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
-def per_prompt_figures(folder: Path, quality: str, max_words: int, strict: bool = False) -> dict[str, dict[str, float]]:
+QualityScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
+
+
+def quality_scorer(quality: str, max_words: int, strict: bool = False, device: str = "cpu") -> QualityScorer | None:
+    """The open-ended quality ``quality`` names, loaded once on ``device`` (its encoder, for relevant-short-answer);
+    ``None`` for eval novelty's own quality, which is read, not recomputed."""
+    return None if quality == EVAL_QUALITY else open_ended_quality(quality, max_words, device, strict)
+
+
+def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int) -> dict[str, dict[str, float]]:
     """``{prompt_id: {metric: value}}`` of one policy's eval novelty folder: every metric eval novelty wrote to
     ``per_prompt.parquet`` (``evals/prompt_metrics.py``), and the two that depend on this comparison's settings,
-    read from the texts of ``scores.parquet``: ``short`` and, unless ``quality`` is eval novelty's own, ``quality``."""
+    read from the texts of ``scores.parquet``: ``short`` and, with a ``score`` (``quality_scorer``), ``quality``."""
     import polars as pl
 
     per_prompt_file, scores_file = folder / "per_prompt.parquet", folder / "scores.parquet"
@@ -65,9 +76,8 @@ def per_prompt_figures(folder: Path, quality: str, max_words: int, strict: bool 
         texts = [text.strip() for text in group["response"].to_list()]
         figures = out[str(prompt_id)]
         figures["short"] = float(np.mean([0 < len(t.split()) <= max_words for t in texts]))
-        if quality != EVAL_QUALITY:
-            scores = open_ended_quality(quality, max_words, strict=strict)(group["prompt"].to_list(), texts)
-            figures["quality"] = float(np.mean(scores))
+        if score is not None:
+            figures["quality"] = float(np.mean(score(group["prompt"].to_list(), texts)))
     return out
 
 
@@ -91,10 +101,12 @@ def compare_novelty(
     pairs: list[tuple[str, str]],
     seed: int = 0,
     strict: bool = False,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Mean METRICS per policy over the prompts every policy completed, and the paired differences of ``pairs``
-    (``(a, b)``: a minus b) among the policies ``folders`` names."""
-    figures = {name: per_prompt_figures(f, quality, max_words, strict) for name, f in folders.items()}
+    (``(a, b)``: a minus b) among the policies ``folders`` names; an open-ended ``quality`` is scored on ``device``."""
+    score = quality_scorer(quality, max_words, strict, device)
+    figures = {name: per_prompt_figures(f, score, max_words) for name, f in folders.items()}
     prompts = sorted(set.intersection(*(set(f) for f in figures.values()))) if figures else []
     policies = {
         name: {metric: float(np.mean([f[p][metric] for p in prompts])) if prompts else None for metric in METRICS}
@@ -230,7 +242,13 @@ def compare(config: CompareConfig) -> dict[str, Any]:
     if config.novelty:
         folders = named(config.novelty, "--novelty")
         result["novelty"] = compare_novelty(
-            folders, config.quality, config.max_words, pairs, config.seed, config.strict_length
+            folders,
+            config.quality,
+            config.max_words,
+            pairs,
+            config.seed,
+            config.strict_length,
+            resolve_device(config.device),
         )
     if config.math:
         result["math"] = compare_math(named(config.math, "--math"), config.ks, pairs, config.seed)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.config import CommandConfig, option
+from darling.core.devices import device_option
 from darling.core.engine_config import EngineConfig
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
@@ -232,6 +233,7 @@ class ClassifierEvalConfig(CommandConfig):
     )
     batch_size: int = option(32, help="Pairs per forward pass.")
     threads: int | None = option(None, help="torch CPU threads.")
+    device: str = device_option()
     compare: Path | None = option(None, help="A second export scored on the same pairs (at its own threshold).")
     zero_shot: str | None = option(
         None, help="An untrained embedding backbone scored too (packaged:all-MiniLM-L6-v2, a path, a hub name)."
@@ -284,6 +286,9 @@ class CompareConfig(CommandConfig):
     )
     ks: list[int] = option(factory=lambda: [1], aliases=("--k",), help="pass@k differences for these k (repeatable).")
     seed: int = option(0, help="Seed of the bootstrap.")
+    device: str = device_option(
+        "Where --quality relevant-short-answer's encoder runs: auto (GPU when present), cpu, cuda:N."
+    )
 
     def check(self) -> None:
 

@@ -37,6 +37,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
+from darling.core.devices import resolve_device
 from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import engine_options
 from darling.core.engines import build_engine
@@ -236,12 +237,6 @@ def generate_responses(
 
 
 # -- stage 2: partition and quality --------------------------------------------------------------------------
-def _device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def score_generations(
     config: NoveltyConfig, frame: pl.DataFrame, progress: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
@@ -250,8 +245,8 @@ def score_generations(
 
     by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
     groups = by_prompt["response"].to_list()
-    device = _device()
-    scorer = load_pair_scorer(config, device)
+    device = resolve_device(config.device)  # the generator's device: classifier and reward model go there too
+    scorer = load_pair_scorer(config)
     classes: list[list[int]] = []
     stats = NoveltyPartitionStats()
     with progress_bar(enabled=progress) as bar:

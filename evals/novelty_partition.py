@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from darling.classifier.config import BI_ENCODER
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.export import META_FILE, read_export_meta
+from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
 from darling.evals.config import NOVELTYBENCH, PARTITIONS, UNION_FIND
@@ -164,7 +165,7 @@ def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
     }
 
 
-def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceScorer:
+def load_pair_scorer(config: NoveltyConfig) -> EquivalenceScorer:
     """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
     encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
     from darling.classifier.scoring import (  # loads torch: not before the settings are checked
@@ -173,6 +174,7 @@ def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceSc
     )
 
     path = Path(str(config.classifier))
+    device = resolve_device(config.device)
     if (path / META_FILE).exists():
         batch_size = None if config.classifier_urls else config.batch_size  # forward passes here, not requests
         scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
@@ -183,7 +185,7 @@ def load_pair_scorer(config: NoveltyConfig, device: str | None) -> EquivalenceSc
         if model.config.num_labels != 2:
             raise UserInputError(f"{path}: a pair classifier needs 2 labels, this one has {model.config.num_labels}")
         encoder = PairEncoder(load_tokenizer(str(path)), 128)
-        scorer = EquivalenceClassifier(model.to(device or "cpu"), encoder, batch_size=config.batch_size)
+        scorer = EquivalenceClassifier(model.to(device), encoder, batch_size=config.batch_size)
     if config.threshold is not None:
         scorer.threshold = config.threshold
     return scorer

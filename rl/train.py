@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.classifier.export import ClassifierExport
-from darling.core.devices import rank_device
+from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
@@ -85,7 +85,7 @@ def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
             threshold=config.classifier_threshold,
             **client_options(config),
         )
-    device = config.classifier_device or rank_device()
+    device = resolve_device(config.classifier_device)
     return load_scorer(export, threshold=config.classifier_threshold, device=device)
 
 
@@ -105,7 +105,7 @@ def build_quality(config: RLTrainConfig):
 
     if config.reward_model and config.reward_model_urls:
         return RewardModelQuality(str(config.reward_model), urls=config.reward_model_urls, **client_options(config))
-    device = config.reward_model_device or rank_device()
+    device = resolve_device(config.reward_model_device)
     if config.reward_model:
         return RewardModelQuality(str(config.reward_model), device)
     if config.quality != "math":

@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from darling.classifier.scoring import load_scorer
-from darling.core.devices import rank_device
+from darling.core.devices import resolve_device
 from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
@@ -124,7 +124,7 @@ def scorer(settings: VerlSettings):
     key = (settings.classifier, settings.classifier_urls, settings.threshold, settings.classifier_device)
     if key not in _SCORERS:
         served = bool(settings.classifier_urls)
-        device = None if served else (settings.classifier_device or rank_device())
+        device = None if served else resolve_device(settings.classifier_device)
         _SCORERS[key] = load_scorer(
             settings.classifier, settings.classifier_urls, threshold=settings.threshold, device=device
         )

@@ -124,7 +124,7 @@ def test_engine_settings_become_the_chosen_engines_options():
         tensor_parallel_size=2,
         threads=1,
     )
-    assert engine_options(EngineConfig(**settings)) == {"threads": 1}
+    assert engine_options(EngineConfig(**settings)) == {"threads": 1, "device": "cpu"}  # auto: no CUDA here
     assert engine_options(EngineConfig(engine="vllm-offline", **settings)) == {"tensor_parallel_size": 2}
     assert engine_options(EngineConfig(engine="vllm", **settings)) == {
         "tensor_parallel_size": 2,

@@ -42,8 +42,7 @@ def test_in_process_reward_models_go_to_the_device_given_or_the_ranks(
 ):
     """The classifier, a reward model and the relevance encoder each follow their device option; left unset, each
     goes where rank_device() says (here replaced by "meta", a device the CPU has, to see where they land)."""
-    import darling.rl.train
-    import darling.rl.verl_reward
+    import darling.core.devices
     from darling.rl.verl_reward import VerlSettings, scorer
 
     def where(model) -> str:  # a bi-encoder's encoder (its a and b stay plain numbers on the CPU)
@@ -52,8 +51,7 @@ def test_in_process_reward_models_go_to_the_device_given_or_the_ranks(
     base = {"output": tmp_path, "classifier": any_export}
     scored = build_scorer(RLTrainConfig.build("cpu", overrides={**base, "classifier_device": "meta"}))
     assert where(scored.model) == "meta"
-    for consumer in (darling.rl.train, darling.rl.verl_reward):  # each holds core.devices' rank_device by name
-        monkeypatch.setattr(consumer, "rank_device", lambda: "meta")
+    monkeypatch.setattr(darling.core.devices, "rank_device", lambda: "meta")  # what --device auto resolves to
     assert where(build_scorer(RLTrainConfig.build("cpu", overrides=base)).model) == "meta"
     reward_model = build_quality(RLTrainConfig.build("cpu", overrides={**base, "reward_model": tiny_reward_model}))
     assert where(reward_model.model.model) == "meta"
