@@ -29,7 +29,7 @@ from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
 from darling.classifier.lightning_data import BucketedDataModule
-from darling.classifier.lightning_module import PairModuleBase, freeze_lower_layers
+from darling.classifier.lightning_module import PairModuleBase, freeze_lower_layers, without_kv_cache
 from darling.core.schemas import LabelledPair
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ class BiEncoderModule(PairModuleBase):
         super().__init__(config, weights)
         self.model = model
         model.backbone.train()
+        without_kv_cache(model.backbone)  # FSDP's activation checkpointing re-runs layers: no cache to append to
         if config.gradient_checkpointing and not self.fsdp:  # FSDP checkpoints activations per layer itself
             cast("PreTrainedModel", model.backbone).gradient_checkpointing_enable()  # an AutoModel
         freeze_lower_layers(model.backbone, config.freeze_layers)

@@ -50,13 +50,29 @@ def resolve_special_ids(tokenizer) -> SpecialIds:
         raise UserInputError(
             f"tokenizer {type(tokenizer).__name__} has no CLS/SEP tokens and no {QWEN_CLS_TOKEN}/{QWEN_SEP_TOKEN}"
         )
-    pad_id = tokenizer.pad_token_id
+    pad_id = distinct_pad_id(tokenizer, cls_id, sep_id)
     if pad_id is None:
-        pad_id = _token_id(tokenizer, QWEN_PAD_TOKEN)
-    if pad_id is None or pad_id == sep_id:
-        # Last-token pooling (Qwen) finds the end of a sequence by the first pad id: pad must not be SEP.
-        raise UserInputError(f"tokenizer {type(tokenizer).__name__} needs a pad token distinct from SEP")
+        where = f" ({tokenizer.name_or_path})" if getattr(tokenizer, "name_or_path", "") else ""
+        raise UserInputError(
+            f"tokenizer {type(tokenizer).__name__}{where} needs a pad token distinct from SEP: "
+            f"its pad, {QWEN_PAD_TOKEN}, eos and unk tokens are missing or CLS/SEP"
+        )
     return SpecialIds(cls_id=cls_id, sep_id=sep_id, pad_id=pad_id)
+
+
+def distinct_pad_id(tokenizer, cls_id: int, sep_id: int) -> int | None:
+    """The id the pair encoding pads with: the tokenizer's pad token unless it is SEP, else the first of
+    ``<|endoftext|>``, eos and unk that is neither CLS nor SEP; None when there is none.
+
+    A decoder's sequence classifier pools the rightmost token that is not the pad id, which must be the final SEP:
+    pad must not be SEP. Some decoders pad with the very token the format uses as SEP (SmolLM2: ``<|im_end|>``) yet
+    have another to pad with (its ``<|endoftext|>``). The choice depends on the tokenizer alone, so the export's
+    tokenizer, reloaded, resolves to the same id (the export also records it: ``pad_token_id``)."""
+    own = tokenizer.pad_token_id
+    if own is not None and own != sep_id:
+        return own
+    fallbacks = (_token_id(tokenizer, QWEN_PAD_TOKEN), tokenizer.eos_token_id, tokenizer.unk_token_id)
+    return next((i for i in fallbacks if isinstance(i, int) and i not in (cls_id, sep_id)), None)
 
 
 def tokenize_responses(tokenizer, texts: Sequence[str], budget: int) -> list[list[int]]:

@@ -302,12 +302,27 @@ def _save_model(model, folder: Path, meta: dict[str, Any]) -> None:
 def export_classifier(model, tokenizer, output: str | Path, meta: dict[str, Any]) -> Path:
     """Write ``model`` (a sequence classifier, or a ``BiEncoder`` when ``meta["kind"]`` says so) to ``output``."""
 
+    tokenizer = with_pad_token(tokenizer, meta["pad_token_id"])
+
     def write(folder: Path) -> None:
         _save_model(model, folder, meta)
         tokenizer.save_pretrained(folder)
         (folder / "README.md").write_text(_model_card(meta))
 
     return write_export_folder(output, write, meta)
+
+
+def with_pad_token(tokenizer, pad_id: int):
+    """``tokenizer``, or a copy of it whose pad token is ``pad_id``: the export's tokenizer pads as its model's
+    ``pad_token_id`` expects. The encoding may pad with another token than the tokenizer's own (SmolLM2 pads with
+    its ``<|im_end|>``, the format's SEP: ``<|endoftext|>`` pads instead); the caller's tokenizer is left as it is."""
+    if tokenizer.pad_token_id == pad_id:
+        return tokenizer
+    import copy
+
+    copied = copy.deepcopy(tokenizer)
+    copied.pad_token = copied.convert_ids_to_tokens(pad_id)
+    return copied
 
 
 def write_export_folder(output: str | Path, write: Callable[[Path], None], meta: dict[str, Any]) -> Path:

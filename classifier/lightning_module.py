@@ -56,6 +56,19 @@ def class_weights(n_negative: int, n_positive: int) -> list[float]:
     return [total / (2 * max(1, n_negative)), total / (2 * max(1, n_positive))]
 
 
+def without_kv_cache(model) -> None:
+    """Make a decoder backbone's training forward build no KV cache (``config.use_cache = False``).
+
+    Training never reads the cache, and with one a re-run layer appends its keys a second time: FSDP's activation
+    checkpointing (``CheckpointWrapper`` around each decoder layer) re-runs each layer in backward with the same
+    cache, so its keys doubled (1018 -> 2036 on an H100) and a padded batch's attention mask no longer fitted.
+    transformers' own ``gradient_checkpointing_enable`` turns the cache off, but the module skips it under FSDP.
+    Every strategy gets this: a cache is never of use here, whoever checkpoints."""
+    for config in {id(c): c for c in (model.config, model.base_model.config)}.values():
+        if getattr(config, "use_cache", False):
+            config.use_cache = False
+
+
 def freeze_lower_layers(model, n_layers: int) -> None:
     """Freeze the embeddings and the first ``n_layers`` transformer layers (faster CPU training)."""
     if n_layers <= 0:
@@ -170,6 +183,7 @@ class PairClassifierModule(PairModuleBase):
     def __init__(self, model, config: ClassifierTrainConfig, weights: list[float] | None = None):
         super().__init__(config, weights)
         self.model = model.train()  # from_pretrained returns eval mode (dropout off)
+        without_kv_cache(model)
         if config.gradient_checkpointing and not self.fsdp:  # FSDP checkpoints activations per layer itself
             model.gradient_checkpointing_enable()
         freeze_lower_layers(model, config.freeze_layers)
