@@ -196,8 +196,22 @@ def term_activity(log_file: Path) -> dict[str, Any] | None:
     }
 
 
+def running_mean(values: Sequence[float], window: int) -> list[float]:
+    """The mean of each value and the ``window - 1`` before it (fewer at the start): the trend of a per-step metric
+    that, at a few groups a step, jumps from step to step."""
+    sums = np.cumsum(np.asarray(values, dtype=float))
+    return [
+        float((sums[i] - (sums[i - window] if i >= window else 0.0)) / min(i + 1, window)) for i in range(len(sums))
+    ]
+
+
+def trend_window(steps: int) -> int:
+    """A quarter of the run, at least 2 steps and at most 8."""
+    return max(2, min(8, steps // 4))
+
+
 def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
-    """One figure, one panel per metric, one line per run."""
+    """One figure, one panel per metric; per run its per-step points, faint, and their running mean as a line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,7 +222,11 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
     for ax, label in zip(axes, labels, strict=True):
         for name, curve in curves.items():
             if curve.get(label):
-                ax.plot(curve["step"][: len(curve[label])], curve[label], marker="o", label=name)
+                steps, values = curve["step"][: len(curve[label])], curve[label]
+                window = trend_window(len(values))
+                (raw,) = ax.plot(steps, values, marker="o", markersize=3, linestyle="none", alpha=0.35)
+                mean = running_mean(values, window)
+                ax.plot(steps, mean, color=raw.get_color(), label=f"{name} (mean of {window} steps)")
             if label == CURVE_KEYS["darling/groups_changed"] and curve.get("would change"):
                 would = curve["would change"]
                 ax.plot(curve["step"][: len(would)], would, linestyle="--", marker=".", label=f"{name} (would)")
@@ -217,7 +235,7 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize="small")
         ax.set_title(label)
-        ax.set_xlabel("optimiser step")
+        ax.set_xlabel("optimiser step (points: each step)")
     axes[0].legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from darling.pipeline.stage_commands import (
     SERVERS_FILE,
     Step,
     classifier_step,
-    compare_step,
+    compare_steps,
     datagen_step,
     eval_creative_step,
     eval_math_steps,
@@ -106,7 +106,7 @@ def _engine_where(config, what: str) -> str:
     if engine == "vllm":
         return f"{what}: a vLLM server per model ({config.devices} devices, tensor x data parallel per model)"
     if engine == "hf":
-        return f"{what}: transformers in the command's process (CPU)"
+        return f"{what}: transformers in the command's process (--device {config.device}: a GPU when present)"
     return f"{what}: the {engine} engine"
 
 
@@ -256,9 +256,9 @@ def eval_creative_block(c: PipelineConfig) -> StageCommands:
 
 
 def compare_block(c: PipelineConfig) -> StageCommands:
-    step = compare_step(c)
+    steps = compare_steps(c)
     where = "CPU, seconds: from the saved generations and training logs"
-    return StageCommands("compare", where, [step.line(c.run)], [step])
+    return StageCommands("compare", where, [step.line(c.run) for step in steps], steps)
 
 
 def render_script(config: PipelineConfig, stages: list[StageCommands]) -> str:

@@ -36,6 +36,7 @@ NOT_IDENTITY = (
     "threads",
     "keep_checkpoints",
     "jobs",
+    "seed_jobs",
     "rl_gpus",
     "trl_vllm_gpus",
     "serve",
@@ -141,6 +142,11 @@ class PipelineConfig(CommandConfig):
         help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores.",
         panel=RESOURCES_PANEL,
     )
+    seed_jobs: int = option(
+        1,
+        help="With --seeds: the seeds' chains run side by side, this many at once (one GPU holds 6: gpu-compare).",
+        panel=RESOURCES_PANEL,
+    )
     rollouts_from: str = option(
         "champ",
         choices=("champ", "generate", "none"),
@@ -172,6 +178,12 @@ class PipelineConfig(CommandConfig):
         help="RL and eval novelty score quality with [rl] reward_model served by `serve-reward-model` "
         "([serve_reward]), not in each process.",
         panel=RESOURCES_PANEL,
+    )
+    evaluate_training_prompts: bool = option(
+        False,
+        help="eval novelty also on the RL prompts (eval-novelty-train/, compare-train/): what DARLING's reward "
+        "targets; the held-out prompts (eval-novelty/) show whether it carries to prompts neither run saw.",
+        panel=CHAIN_PANEL,
     )
     evaluate_math: bool = option(
         True, help="Run eval-math (pass@k before/after RL); the chat track has none.", panel=CHAIN_PANEL
@@ -274,8 +286,10 @@ class PipelineConfig(CommandConfig):
             raise UserInputError("seeds: a study pools DARLING minus GRPO, so it needs grpo_baseline")
         if self.nodes < 1 or self.gpus_per_node < 0:
             raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
-        if self.jobs < 1 or self.rl_processes < 1:
-            raise UserInputError(f"jobs and rl_processes must be >= 1, got {self.jobs} and {self.rl_processes}")
+        if self.jobs < 1 or self.rl_processes < 1 or self.seed_jobs < 1:
+            raise UserInputError(
+                f"jobs, seed_jobs and rl_processes must be >= 1, got {self.jobs}, {self.seed_jobs}, {self.rl_processes}"
+            )
         if self.rl_engine == "verl" and self.nodes > 1:
             raise UserInputError(
                 "rl_engine verl on several nodes needs one Ray cluster across them (verl's own multi-node set-up), "

@@ -216,17 +216,30 @@ def eval_math_section(s: dict[str, Any]) -> list[str]:
 
 def eval_novelty_section(s: dict[str, Any]) -> list[str]:
     lines = [
-        f"Prompts {_prompts_link(s['prompts'])}, partitioned by the freshly exported classifier. "
+        f"Held-out prompts {_prompts_link(s['prompts'])}, partitioned by the freshly exported classifier. "
         f"Quality: {s['quality']}.",
         "",
+        *_novelty_table(s["models"], "eval-novelty"),
+    ]
+    if s.get("train_models"):
+        lines += [
+            f"The prompts the RL runs trained on ({_prompts_link(s['train_prompts'])}), the same sampling:",
+            "",
+            *_novelty_table(s["train_models"], "eval-novelty-train"),
+        ]
+    return lines
+
+
+def _novelty_table(models: dict[str, Any], folder: str) -> list[str]:
+    lines = [
         "| model | prompts | k | " + " | ".join(f"mean {m.label}" for m in PROMPT_METRICS) + " | threshold | report |",
         "| --- | ---: | ---: |" + " ---: |" * len(PROMPT_METRICS) + " ---: | --- |",
     ]
-    for name, m in s["models"].items():
+    for name, m in models.items():
         means = " | ".join(fmt(m.get(mean_key(metric.name))) for metric in PROMPT_METRICS)  # an older run: –
         lines.append(
             f"| {name} | {m['n_prompts']} | {m['k']} | {means} | {fmt(m['threshold'])} | "
-            f"[report](eval-novelty/{name}/report.md) |"
+            f"[report]({folder}/{name}/report.md) |"
         )
     return [*lines, ""]
 
@@ -253,6 +266,14 @@ def _prompts_link(prompts: str) -> str:
     return f"[`{path.name}`](inputs/{path.name})" if path.parent.name == "inputs" else f"`{prompts}`"
 
 
+ONE_SEED = (
+    "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
+    "Over seeds the held-out difference in distinct answers ranged from -0.71 to +2.00 on CPU; pooled over 6 seeds of "
+    "64 steps on one GPU it was +1.06 [+0.58, +1.58] ([docs/measurements.md](docs/measurements.md#darling-against-"
+    "grpo-on-one-gpu)). Run `darling pipeline --seeds` for a pooled interval."
+)
+
+
 def compare_section(s: dict[str, Any]) -> list[str]:
     """DARLING against GRPO and the base policy: the same policy, prompts, seeds and steps; only the reward differs."""
 
@@ -262,14 +283,25 @@ def compare_section(s: dict[str, Any]) -> list[str]:
         "figure is recomputed from the saved generations by `darling eval compare`.",
         "",
     ]
+    lines += term_lines(s.get("term", {}))  # first: a comparison whose term did not act cannot show its effect
+    sampling = f"k = {s['k']} responses each at temperature {s['temperature']}"
+    strict = s.get("strict_length", False)
+    if "train" in s:
+        lines += [
+            f"**On the prompts the RL runs trained on** ({_prompts_link(str(s['train']['prompt_set']))}, {sampling}): "
+            "what DARLING's reward targets, and where one seed can show its mechanism.",
+            "",
+            *novelty_lines(s["train"], s["quality"], s["max_words"], strict),
+        ]
     if "novelty" in s:
         lines += [
-            f"**Novelty** on {_prompts_link(str(s['prompt_set']))}, k = {s['k']} responses each at temperature "
-            f"{s['temperature']}:",
+            f"**On held-out prompts** ({_prompts_link(str(s['prompt_set']))}, {sampling}): whether the effect "
+            "carries to prompts neither run saw.",
             "",
-            *novelty_lines(s["novelty"], s["quality"], s["max_words"], s.get("strict_length", False)),
+            *novelty_lines(s["novelty"], s["quality"], s["max_words"], strict),
+            ONE_SEED,
+            "",
         ]
-    lines += term_lines(s.get("term", {}))
     if "math" in s:
         lines += ["**Math** (eval math's samples):", "", *math_lines(s["math"])]
     if "curves" in s:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
+from darling.pipeline.stage_commands import COMPARE, COMPARE_TRAIN
 from darling.pipeline.stages import STAGE, STAGE_NAMES, stage_commands
 from darling.pipeline.summaries import plan_notes
 
@@ -119,6 +121,12 @@ def unblock_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
+def stop_signals_blocked() -> bool:
+    """This thread blocks Ctrl-C or SIGTERM: only then does a block need ``unblock_stop_signals`` (a preexec_fn runs
+    Python in the forked child, which is unsafe while other threads run: seeds side by side)."""
+    return bool(STOP_SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
 def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: Callable[[str], None]) -> None:
     """Run the stage's block (after the script's prelude) with bash in RUN; its output goes to ``log`` and to
     ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log."""
@@ -133,7 +141,7 @@ def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: C
             env=block_environment(config),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=unblock_stop_signals,
+            preexec_fn=unblock_stop_signals if stop_signals_blocked() else None,
         )
         assert process.stdout is not None
         for raw in process.stdout:
@@ -168,21 +176,35 @@ def _write_only(
 
 def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str] | None) -> dict[str, Any]:
     """``seeds``: the chain once per seed into ``RUN/seed-S`` (each its own run: its identity, stages, resumption),
-    then ``eval study`` over their comparisons into ``RUN/study``. A dry run (or a GPU chain without GPUs) writes
-    every seed's commands.sh and no study."""
-    results = {}
-    for seed in config.seeds:
+    ``seed_jobs`` of them side by side, then ``eval study`` over their comparisons into ``RUN/study`` (and, with
+    ``evaluate_training_prompts``, ``RUN/study-train``). A dry run (or a GPU chain without GPUs) writes every seed's
+    commands.sh and no study. A seed that fails stops no other; the study waits for a rerun that completes them."""
+
+    def one_seed(seed: int) -> dict[str, Any]:
+        tag = f"[seed {seed}] " if config.seed_jobs > 1 else ""  # side by side: whose line is whose
         log(f"== seed {seed} ({config.seeds.index(seed) + 1}/{len(config.seeds)}) -> {config.run / f'seed-{seed}'}")
         one = replace(config, seed=seed, seeds=[], output=config.run / f"seed-{seed}")
-        results[seed] = run_pipeline(one, log, argv)
+        return run_pipeline(one, lambda line: log(tag + line), argv)
+
+    with ThreadPoolExecutor(max_workers=config.seed_jobs) as pool:  # each seed's stages are processes of their own
+        futures = {seed: pool.submit(one_seed, seed) for seed in config.seeds}
+    errors = {seed: f.exception() for seed, f in futures.items() if f.exception() is not None}
+    if errors:
+        seed, error = next(iter(errors.items()))
+        others = f" (and seeds {', '.join(map(str, list(errors)[1:]))})" if len(errors) > 1 else ""
+        log(f"seed {seed} failed{others}: rerun the same command to resume every seed where it stopped")
+        raise error  # type: ignore[misc]
+    results = {seed: f.result() for seed, f in futures.items()}
     statuses = {r["status"] for r in results.values()}
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
-    compare = [f"{seed}={config.run / f'seed-{seed}' / 'compare'}" for seed in config.seeds]
-    result = study(StudyConfig(compare=compare, output=config.run / "study", seed=config.seed))
-    for metric, figures in result["metrics"].items():
-        lo, hi = figures["pooled"]["interval"]
-        log(f"study: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    studies = {"study": COMPARE, **({"study-train": COMPARE_TRAIN} if config.evaluate_training_prompts else {})}
+    for folder, compared in studies.items():
+        compare = [f"{seed}={config.run / f'seed-{seed}' / compared}" for seed in config.seeds]
+        result = study(StudyConfig(compare=compare, output=config.run / folder, seed=config.seed))
+        for metric, figures in result["metrics"].items():
+            lo, hi = figures["pooled"]["interval"]
+            log(f"{folder}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
     report = config.run / "study" / "study.md"
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 

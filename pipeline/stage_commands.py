@@ -30,6 +30,8 @@ BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"  # eval-math/<name>/, eval
 EVAL_NAME = "policy"
 INPUTS = "inputs"
 SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl/
+# eval novelty's and eval compare's folders: on the held-out prompts, and on the prompts the RL runs trained on
+NOVELTY, NOVELTY_TRAIN, COMPARE, COMPARE_TRAIN = "eval-novelty", "eval-novelty-train", "compare", "compare-train"
 REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in rl/ and eval-novelty/
 ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
@@ -341,11 +343,25 @@ def eval_math_steps(c: PipelineConfig) -> list[Step]:
     return steps
 
 
+def training_prompts(c: PipelineConfig) -> dict[str, Any]:
+    """The prompts the RL runs trained on, as eval novelty's ``prompts`` and ``limit``."""
+    rl = rl_step(c).config
+    return {"prompts": str(rl.problems), "limit": rl.limit}
+
+
 def eval_novelty_steps(c: PipelineConfig) -> list[Step]:
+    """Each policy on the held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, on the RL
+    prompts (``eval-novelty-train/``) with the same sampling."""
+    sets = {NOVELTY: {}, **({NOVELTY_TRAIN: training_prompts(c)} if c.evaluate_training_prompts else {})}
+    return [step for folder, prompts in sets.items() for step in _novelty_steps(c, folder, prompts)]
+
+
+def _novelty_steps(c: PipelineConfig, folder: str, prompts: dict[str, Any]) -> list[Step]:
     steps = []
     for name, model in eval_models(c).items():  # novelty seeds do not depend on the model: paired too
         wired = {
-            "output": c.run / "eval-novelty" / name,
+            "output": c.run / folder / name,
+            **prompts,
             "model": model,
             "classifier": str(c.run / "classifier"),
             "seed": c.seed,
@@ -354,29 +370,35 @@ def eval_novelty_steps(c: PipelineConfig) -> list[Step]:
         }
         config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
         explicit = shown(c, wired, "eval_novelty")
-        steps.append(Step(f"eval-novelty-{name}", ("eval", "novelty"), config, explicit=explicit))
+        steps.append(Step(f"{folder}-{name}", ("eval", "novelty"), config, explicit=explicit))
     return steps
 
 
-def compare_step(c: PipelineConfig) -> Step:
+def compare_steps(c: PipelineConfig) -> list[Step]:
+    """``compare/`` (held-out prompts, with math) and, with ``evaluate_training_prompts``, ``compare-train/``."""
+    return [compare_step(c), *([compare_step(c, train=True)] if c.evaluate_training_prompts else [])]
+
+
+def compare_step(c: PipelineConfig, train: bool = False) -> Step:
     """DARLING against GRPO (with grpo_baseline) and the base policy, from the evaluations' generations and the
-    training logs. Its quality is the RL runs' own where that is an open-ended one (naming prompts), else eval
-    novelty's."""
+    training logs; ``train``: on the RL prompts' evaluations (no math). Its quality is the RL runs' own where that
+    is an open-ended one (naming prompts), else eval novelty's."""
     rl = rl_step(c).config
     names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
     runs = {DARLING: "rl", GRPO: "rl-grpo"}
     quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
+    folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE, NOVELTY)
     wired = {
-        "output": c.run / "compare",
-        "novelty": [f"{n}={c.run / 'eval-novelty' / n}" for n in names],
-        "math": [f"{n}={c.run / 'eval-math' / n}" for n in names] if c.evaluate_math else [],
+        "output": c.run / folder,
+        "novelty": [f"{n}={c.run / novelty / n}" for n in names],
+        "math": [f"{n}={c.run / 'eval-math' / n}" for n in names] if c.evaluate_math and not train else [],
         "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
         "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
         "seed": c.seed,
     }
     defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}
     config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
-    return Step("compare", ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
+    return Step(folder, ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
 
 
 def import_step(c: PipelineConfig) -> Step:

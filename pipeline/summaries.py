@@ -13,7 +13,10 @@ from darling.datagen.rollouts import read_rollouts
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, mean_key
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.stage_commands import (
+    COMPARE,
+    COMPARE_TRAIN,
     EVAL_NAME,
+    NOVELTY_TRAIN,
     Step,
     classifier_step,
     datagen_step,
@@ -25,6 +28,7 @@ from darling.pipeline.stage_commands import (
     pairs_step,
     rl_step,
     training_pairs_step,
+    training_prompts,
     warmup_step,
 )
 
@@ -217,15 +221,20 @@ def eval_math(c: PipelineConfig) -> dict[str, Any]:
 
 
 def eval_novelty(c: PipelineConfig) -> dict[str, Any]:
-    results, quality, prompts, patience = {}, None, None, None
-    for name, step in zip(eval_models(c), eval_novelty_steps(c), strict=True):
-        m = _json(Path(step.config.output) / "metrics.json")
-        results[name] = {
+    """Per policy its means on the held-out prompts (``models``) and, with ``evaluate_training_prompts``, on the RL
+    prompts (``train_models``, ``train_prompts``)."""
+    summary: dict[str, Any] = {"models": {}}
+    for step in eval_novelty_steps(c):
+        output = Path(step.config.output)
+        m = _json(output / "metrics.json")
+        train = output.parent.name == NOVELTY_TRAIN
+        summary.setdefault("train_models" if train else "models", {})[output.name] = {
             "model": step.config.model,
             **{k: m[k] for k in ("n_prompts", "k", *map(mean_key, PROMPT_METRIC_NAMES), "threshold", "partition")},
         }
-        quality, prompts, patience = m["quality"], step.config.prompts, m["utility"]["patience"]
-    return {"models": results, "quality": quality, "prompts": str(prompts), "patience": patience}
+        summary["train_prompts" if train else "prompts"] = str(step.config.prompts)
+        summary.update(quality=m["quality"], patience=m["utility"]["patience"])
+    return summary
 
 
 def eval_creative(c: PipelineConfig) -> dict[str, Any]:
@@ -246,6 +255,11 @@ def eval_creative(c: PipelineConfig) -> dict[str, Any]:
 
 
 def compare(c: PipelineConfig) -> dict[str, Any]:
-    s = _json(c.run / "compare" / "compare.json")
+    """``compare/compare.json`` (held-out prompts) and, under ``train``, ``compare-train/``'s (the RL prompts)."""
+    s = _json(c.run / COMPARE / "compare.json")
     novelty = eval_novelty_steps(c)[0].config
-    return {**s, "prompt_set": novelty.prompts, "k": novelty.k, "temperature": novelty.temperature}
+    summary = {**s, "prompt_set": novelty.prompts, "k": novelty.k, "temperature": novelty.temperature}
+    if c.evaluate_training_prompts:
+        train = _json(c.run / COMPARE_TRAIN / "compare.json")
+        summary["train"] = {**train["novelty"], "prompt_set": training_prompts(c)["prompts"]}
+    return summary

@@ -16,6 +16,7 @@ LONGEST_FIRST = (
     "tests/pipeline/test_pipeline_runs.py",
     "tests/core/test_ray_engine.py",
     "tests/pipeline/test_chat_tiny.py",
+    "tests/pipeline/test_gpu_compare.py",
     "tests/classifier/test_vllm_parity.py",
     "tests/datagen/test_datagen_e2e.py",
     "tests/classifier/test_import_classifier.py",

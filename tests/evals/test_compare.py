@@ -178,3 +178,28 @@ def test_an_eval_folder_without_a_metric_column_is_refused_in_one_line(tmp_path)
     )
     assert_one_line_error(result, "no column 'distinct_answers'")
     assert not (tmp_path / "c" / "compare.json").exists()
+
+
+def test_training_curves_show_a_running_mean_beside_each_steps_point(tmp_path, monkeypatch):
+    """At 2 groups a step the per-step values of two runs cross at every step: the figure draws each run's points
+    faint and their running mean (a quarter of the run, 2-8 steps) as the line a reader follows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from darling.evals.compare import plot_curves, running_mean, trend_window
+
+    assert running_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    assert [trend_window(n) for n in (4, 16, 64)] == [2, 4, 8]
+    zigzag = [0.2, 0.8] * 8
+    curves = {"darling": {"step": list(range(1, 17)), "distinct answers": zigzag}}
+    figures = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read its lines back (closed below)
+    plot_curves(curves, tmp_path / "curves.png")
+    lines = [line for ax in figures[0].axes for line in ax.get_lines()]
+    trend = next(line for line in lines if line.get_label() == "darling (mean of 4 steps)")
+    assert list(trend.get_ydata())[4:] == pytest.approx([0.5] * 12)  # the zigzag's trend is flat at its mean
+    assert (tmp_path / "curves.png").exists()
+    real_close(figures[0])

@@ -26,6 +26,7 @@ SMALL = [
         "classifier.max_tokens_per_response=32",
         "training_pairs.human_pairs=60",
         "rl.max_steps=2",
+        "rl.limit=4",  # also the training prompts eval-novelty-train evaluates
         "rl.max_completion_length=16",
         "rl.save_steps=100",  # no checkpoint: a 2-step run writes final/ only
         "rl_warmup.max_steps=2",
@@ -116,6 +117,16 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     assert set(summaries["eval-math"]["models"]) == {"base", "darling-rl", "grpo-rl"}
     for m in summaries["eval-novelty"]["models"].values():
         assert m["n_prompts"] == 3 and 1 <= m["mean_distinct"] <= 4 and m["mean_quality"] == 1
+    # the prompts the runs trained on, evaluated and compared too; the report leads with them
+    assert {name: m["n_prompts"] for name, m in summaries["eval-novelty"]["train_models"].items()} == {
+        "base": 4, "darling-rl": 4, "grpo-rl": 4,
+    }  # fmt: skip
+    assert (
+        summaries["compare"]["train"]["prompts"] == 4 and summaries["compare"]["train"]["prompt_set"] == "naming-train"
+    )
+    trained, held_out = report.index("On the prompts the RL runs trained on"), report.index("On held-out prompts")
+    assert report.index("Did DARLING's diversity term act?") < trained < held_out
+    assert "covers prompts, not runs" in report[held_out:]
     assert_comparison_recomputes_from_the_generations(run, summaries["compare"])
 
     manifest = json.loads((run / "manifest.json").read_text())

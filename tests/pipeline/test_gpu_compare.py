@@ -1,0 +1,83 @@
+"""`darling pipeline --preset gpu-compare --seeds ...`: the one-GPU study. Its commands are the cpu chain's (so the
+chain tests cover them), at the budget measured on one H100; here its dry run, and the same preset's chain at tiny
+size on the CPU with two seeds side by side, through to the pooled studies on the training and held-out prompts."""
+
+import json
+import re
+
+import pytest
+from helpers import darling
+
+from darling.pipeline.stages import STAGE_NAMES
+
+VERBS = re.compile(r"darling ((?:eval |datagen )?[a-z-]+)")
+
+
+def commands_of(script: str) -> list[str]:
+    """The darling commands a commands.sh runs, in order (``eval novelty``, ``rl-train``, ...)."""
+    return VERBS.findall("\n".join(line for line in script.splitlines() if not line.startswith("#")))
+
+
+def test_gpu_compare_dry_run_writes_each_seeds_chain_of_the_cpu_commands(tmp_path):
+    seeds = "1,2,3,4,5,6"
+    result = darling("pipeline", "--preset", "gpu-compare", "--seeds", seeds, "--dry-run", "-o", tmp_path / "study")
+    assert result.returncode == 0, result.stderr
+    cpu = darling("pipeline", "--preset", "cpu-compare", "--dry-run", "-o", tmp_path / "cpu")
+    cpu_commands = commands_of((tmp_path / "cpu" / "commands.sh").read_text())
+    for seed in range(1, 7):
+        script = (tmp_path / "study" / f"seed-{seed}" / "commands.sh").read_text()
+        assert commands_of(script) == cpu_commands, seed  # the commands the CPU presets run, so CPU CI runs them
+        rl = [line for line in script.splitlines() if '--output "$RUN/rl"' in line]
+        assert len(rl) == 1 and "--no-use-cpu" in rl[0] and "--max-steps 64" in rl[0]
+        assert "--per-device-train-batch-size 64" in rl[0] and f"--seed {seed}" in rl[0]
+        assert "--prompts naming-train --model" in script and '--output "$RUN/compare-train"' in script
+    assert cpu.returncode == 0 and not (tmp_path / "study" / "study").exists()  # a dry run pools nothing
+
+
+TINY = [
+    f"--set={item}"
+    for item in (
+        "requires_cuda=false",  # the GPU preset's own chain, on this CPU
+        "rl.use_cpu=true",
+        "seed_jobs=2",
+        "jobs=2",
+        # datagen, pairs and labels are the cpu chain's, run by tests/pipeline/test_pipeline_runs.py: skipped here
+        "rollouts_from=none",
+        "evaluate_math=false",
+        "classifier.max_steps=2",
+        "classifier.max_tokens_per_response=32",
+        "training_pairs.human_pairs=40",
+        "rl.max_steps=1",
+        "rl.limit=2",
+        "rl.per_device_train_batch_size=8",
+        "rl.max_completion_length=8",
+        "rl.save_steps=100",
+        "rl_warmup.max_steps=1",
+        "rl_warmup.per_device_train_batch_size=8",
+        "eval_novelty.limit=2",
+        "eval_novelty.k=3",
+        "eval_novelty.max_tokens=8",
+    )
+]
+
+
+@pytest.mark.slow
+def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_prompt_sets(tmp_path):
+    run = tmp_path / "study"
+    result = darling("pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *TINY, timeout=1500)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    stages = {s: json.loads((run / f"seed-{s}" / "stages.json").read_text())["stages"] for s in (1, 2)}
+    for seed, records in stages.items():
+        assert {n: r["status"] for n, r in records.items()} == {n: "done" for n in STAGE_NAMES if n in records}
+        assert "compare" in records and "eval-novelty" in records, seed
+    # side by side: each seed's first stage started before the other's last one finished
+    assert stages[2]["classifier"]["started"] <= stages[1]["compare"]["finished"]
+    assert stages[1]["classifier"]["started"] <= stages[2]["compare"]["finished"]
+    for folder in ("study", "study-train"):
+        pooled = json.loads((run / folder / "study.json").read_text())
+        assert sorted(map(str, pooled["seeds"])) == ["1", "2"], folder
+    assert (run / "seed-1" / "eval-novelty-train" / "darling-rl" / "per_prompt.parquet").exists()
+    report = (run / "seed-1" / "report.md").read_text()
+    trained, held_out = report.index("On the prompts the RL runs trained on"), report.index("On held-out prompts")
+    assert trained < held_out and "covers prompts, not runs" in report[held_out:]
+    assert "[seed 1] " in result.stdout and "[seed 2] " in result.stdout
