@@ -175,7 +175,35 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
         train_dataset=dataset,
     )
     trainer.darling_reward = reward  # type: ignore[attr-defined]  # ours, on TRL's trainer: the handle callers use
+    if config.trainable_layers is not None:  # before train(): TRL's optimiser takes the weights that need grads
+        train_top_layers(trainer.model, config.trainable_layers)
     return trainer
+
+
+def decoder_layers(model) -> Any:
+    """The policy's stack of decoder layers: the ModuleList as long as ``config.num_hidden_layers``."""
+    import torch
+
+    count = model.config.num_hidden_layers
+    found = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == count]
+    if not found:
+        raise UserInputError(f"trainable_layers: no stack of {count} decoder layers in {type(model).__name__}")
+    return found[0]
+
+
+def train_top_layers(model, n: int) -> int:
+    """Freeze every weight but the top ``n`` decoder layers and the final norm; returns the trainable count. Tied
+    input/output embeddings stay frozen with the input's: training them would move every layer's input."""
+    layers = decoder_layers(model)
+    if not 0 < n <= len(layers):
+        raise UserInputError(f"trainable_layers must be between 1 and {len(layers)} (the policy's layers), got {n}")
+    model.requires_grad_(False)
+    for layer in list(layers)[-n:]:
+        layer.requires_grad_(True)
+    norm = getattr(getattr(model, "model", model), "norm", None)
+    if norm is not None:
+        norm.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def checkpoints(output: Path) -> list[Path]:

@@ -115,7 +115,7 @@ DARLING_OWN = {
     "policy", "problems", "limit", "user_template", "diversity", "classifier", "classifier_urls",
     "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
     "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "combine", "norm", "correct_only",
-    "floor", "prune_checkpoints", "threads", "engine", "verl_gpus", "verl_nodes", "dry_run", "grpo",
+    "floor", "prune_checkpoints", "threads", "engine", "verl_gpus", "verl_nodes", "dry_run", "grpo", "trainable_layers",
 }  # fmt: skip
 
 
