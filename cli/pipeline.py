@@ -21,11 +21,14 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    # the main job, ~11 min on 2 CPU cores (rerun: finished stages skipped)
+    # the main job, ~14 min on 2 CPU cores (rerun: finished stages skipped)
     darling pipeline --preset cpu --output runs/pipe
 
     # DARLING against GRPO over three seeds (15-18 min a seed), pooled
     darling pipeline --preset cpu-compare --seeds 1,2,3 --output runs/cmp
+
+    # six seeds side by side on one GPU, 64 steps of 8 prompts, pooled
+    darling pipeline --preset gpu-compare --seeds 1,2,3,4,5,6 --output runs/gpu
 
     # the paper chain with tiny models, on CPU; the paper's, on 8 GPUs
     darling pipeline --preset paper-tiny --output runs/pt
