@@ -228,8 +228,12 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
                 mean = running_mean(values, window)
                 ax.plot(steps, mean, color=raw.get_color(), label=f"{name} (mean of {window} steps)")
             if label == CURVE_KEYS["darling/groups_changed"] and curve.get("would change"):
-                would = curve["would change"]
-                ax.plot(curve["step"][: len(would)], would, linestyle="--", marker=".", label=f"{name} (would)")
+                would, steps = curve["would change"], curve["step"][: len(curve["would change"])]
+                (raw,) = ax.plot(steps, would, marker="o", markersize=3, linestyle="none", alpha=0.35)
+                window = trend_window(len(would))
+                ax.plot(
+                    steps, running_mean(would, window), color=raw.get_color(), linestyle="--", label=f"{name} (would)"
+                )
         if label == CURVE_KEYS["darling/groups_changed"]:
             ax.set_ylim(-0.05, 1.05)
             if ax.get_legend_handles_labels()[0]:

@@ -269,8 +269,8 @@ def _prompts_link(prompts: str) -> str:
 ONE_SEED = (
     "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
     "Over seeds the held-out difference in distinct answers ranged from -0.71 to +2.00 on CPU; pooled over 6 seeds of "
-    "64 steps on one GPU it was +1.06 [+0.58, +1.58] ([docs/measurements.md](docs/measurements.md#darling-against-"
-    "grpo-on-one-gpu)). Run `darling pipeline --seeds` for a pooled interval."
+    "64 steps on one GPU it was +1.06 [+0.58, +1.58] (darling's docs/measurements.md, \"DARLING against GRPO on one "
+    'GPU"). Run `darling pipeline --seeds` for a pooled interval.'
 )
 
 
