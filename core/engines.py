@@ -19,6 +19,7 @@ import gc
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from darling.core.devices import resolve_device
 from darling.core.engine_api import ENGINE_NAMES, ChatRequest, ChatResult, Completion, Engine, check_request
 from darling.core.engine_config import EngineConfig, engine_options
 from darling.core.errors import UserInputError
@@ -49,8 +50,6 @@ class HFEngine:
     def __init__(
         self, device: str = "auto", dtype: str = "float32", threads: int | None = None, trust_remote_code: bool = False
     ):
-        from darling.core.devices import resolve_device
-
         self.device, self.dtype, self.threads = resolve_device(device), dtype, threads
         self.trust_remote_code = trust_remote_code
         self._model_name: str | None = None

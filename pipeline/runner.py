@@ -116,15 +116,21 @@ def block_environment(config: PipelineConfig) -> dict[str, str]:
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def unblock_stop_signals() -> None:
-    """In a block's bash, before it starts: Ctrl-C and SIGTERM delivered, whatever this process's mask was."""
+def restore_stop_signals() -> None:
+    """In a block's bash, before it starts: Ctrl-C and SIGTERM delivered and at their default action, whatever this
+    process had. A signal ignored when bash starts cannot be trapped (POSIX), so a pipeline started with SIGINT
+    ignored (a background job of a script, a test worker) ran blocks whose trap never fired: the Ctrl-C test's
+    failures in full suites (reproduced: a block started with SIGINT ignored exits 0, not 130, on Ctrl-C)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_DFL)
 
 
-def stop_signals_blocked() -> bool:
-    """This thread blocks Ctrl-C or SIGTERM: only then does a block need ``unblock_stop_signals`` (a preexec_fn runs
-    Python in the forked child, which is unsafe while other threads run: seeds side by side)."""
-    return bool(STOP_SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, []))
+def stop_signals_altered() -> bool:
+    """This thread blocks, or this process ignores, Ctrl-C or SIGTERM: only then does a block need
+    ``restore_stop_signals`` (a preexec_fn runs Python in the forked child, best avoided beside other threads)."""
+    ignored = any(signal.getsignal(stop) == signal.SIG_IGN for stop in STOP_SIGNALS)
+    return ignored or bool(STOP_SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, []))
 
 
 def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: Callable[[str], None]) -> None:
@@ -141,7 +147,7 @@ def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: C
             env=block_environment(config),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=unblock_stop_signals if stop_signals_blocked() else None,
+            preexec_fn=restore_stop_signals if stop_signals_altered() else None,
         )
         assert process.stdout is not None
         for raw in process.stdout:

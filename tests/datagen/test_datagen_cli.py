@@ -175,7 +175,7 @@ def test_flags_and_their_aliases_reach_the_configs(tmp_path, monkeypatch):
         "max_retries": 0,
     }
     config = run("datagen", "rollouts", "--problems", "gsm8k", "--model", "a", "--threads", 1, "-o", tmp_path / "r")
-    assert (config.engine, config.n, engine_options(config)) == ("hf", 4, {"threads": 1})  # the defaults
+    assert (config.engine, config.n, engine_options(config)) == ("hf", 4, {"threads": 1, "device": "cpu"})
     assert config.generator_specs()[0].system_prompt.startswith("You are a helpful assistant")
 
     config = run(
