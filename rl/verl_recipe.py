@@ -90,6 +90,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         "data.max_prompt_length=1024",  # verl's default 512 cuts competition problems; longer ones are dropped:
         "data.filter_overlong_prompts=True",
         f"actor_rollout_ref.model.path={config.policy}",
+        f"actor_rollout_ref.model.enable_gradient_checkpointing={config.gradient_checkpointing}",
         f"actor_rollout_ref.actor.optim.lr={config.learning_rate}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={config.per_device_train_batch_size}",

@@ -158,3 +158,21 @@ def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
     DarlingConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed
     DarlingConfig(correct_only=True)  # what the baseline measures DARLING's term with: it may hold them
     RLTrainConfig.build("cpu", overrides={"output": "x", "diversity": False, "correct_only": True})
+
+
+def test_the_cpu_presets_train_without_recomputing_activations(tmp_path):
+    """TRL's GRPO recomputes every layer in the backward pass by default (gradient_checkpointing); a small policy on
+    CPU has memory to spare, so the CPU presets turn it off (a forward pass a step); the flag turns it back on."""
+    for preset in ("naming", "cpu"):
+        config = RLTrainConfig.build(preset, overrides={"output": tmp_path, "diversity": False})
+        assert grpo_args(config).gradient_checkpointing is False, preset
+    on = RLTrainConfig.build(
+        "naming", overrides={"output": tmp_path, "diversity": False, "gradient_checkpointing": True}
+    )
+    assert grpo_args(on).gradient_checkpointing is True
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    default = {f.name: f.default for f in fields(RLTrainConfig)}["gradient_checkpointing"]
+    assert default is {f.name: f.default for f in fields(GRPOConfig)}["gradient_checkpointing"] is True  # TRL's

@@ -164,6 +164,7 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
         "reward.custom_reward_function.name": "compute_quality",
         "trainer.n_gpus_per_node": 6,
         "trainer.total_training_steps": 125,  # 500 optimiser steps / 4
+        "actor_rollout_ref.model.enable_gradient_checkpointing": True,  # rl-train's gradient_checkpointing
     }
     assert {k: values[k] for k in paper} == paper
 

@@ -39,6 +39,7 @@ keys = [
     "reward.custom_reward_function.name",
     "trainer.n_gpus_per_node",
     "trainer.total_training_steps",
+    "actor_rollout_ref.model.enable_gradient_checkpointing",
 ]
 values = {key: OmegaConf.select(config, key) for key in keys}
 values["manager"] = OmegaConf.select(config, "actor_rollout_ref.rollout.agent.agent_loop_manager_class")
