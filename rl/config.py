@@ -225,7 +225,13 @@ class RLTrainConfig(CommandConfig):
     bf16: bool = option(
         False, help="bf16 mixed precision; the policy then loads in bf16.", panel=HARDWARE_PANEL, meta=TRL
     )
-    use_cpu: bool = option(True, help="Train on the CPU.", panel=HARDWARE_PANEL, meta=TRL)
+    use_cpu: bool = option(
+        False,
+        help="Train on the CPU even where a GPU is visible; off (TRL's default): this rank's GPU when CUDA is "
+        "present, else the CPU (the rule of --device elsewhere).",
+        panel=HARDWARE_PANEL,
+        meta=TRL,
+    )
     gradient_checkpointing: bool = option(
         True,
         help="Recompute each layer's activations in the backward pass (TRL's GRPO default): less memory, about one "

@@ -373,9 +373,9 @@ step_chain_rl() {
     # step_chain_rl darling|grpo: one arm of commands.sh's RL stage, from the base policy (there: the warm-up's
     # final) on 4 prompts (48 there) for 2 steps of 32 completions (16 steps there; the CPU dry run: 1 step of 16,
     # $CHAIN_RL_SIZE); --save-steps 4 --prune-checkpoints as there (so one checkpoint, at the end, pruned once final
-    # is saved). The naming preset sets use_cpu = true: commands.sh's rl-train trains the policy on the CPU even on a
-    # GPU machine, so the device flags a GPU user adds come first ($RL_FLAGS). DARLING scores its groups with the
-    # chain's classifier in process; both arms score quality with the relevance encoder.
+    # is saved). The naming preset leaves use_cpu off, so rl-train trains on the GPU where CUDA is present;
+    # $RL_FLAGS (--use-cpu for the CPU dry run) comes first. DARLING scores its groups with the chain's classifier in
+    # process; both arms score quality with the relevance encoder.
     set -e
     cd "$WORK"
     [ -f chain/classifier/darling.json ] || { echo "no chain classifier export (chain-classifier failed)"; exit 3; }

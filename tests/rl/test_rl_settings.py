@@ -176,3 +176,14 @@ def test_the_cpu_presets_train_without_recomputing_activations(tmp_path):
 
     default = {f.name: f.default for f in fields(RLTrainConfig)}["gradient_checkpointing"]
     assert default is {f.name: f.default for f in fields(GRPOConfig)}["gradient_checkpointing"] is True  # TRL's
+
+
+def test_the_naming_preset_trains_where_the_device_rule_says(tmp_path):
+    """The naming preset (the cpu chain's RL) leaves use_cpu off: TRL then takes this rank's GPU where CUDA is
+    present, and the CPU here; `--use-cpu` still pins the CPU."""
+    config = RLTrainConfig.build("naming", overrides={"output": tmp_path, "diversity": False})
+    args = grpo_args(config)
+    assert args.use_cpu is False
+    assert args.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    pinned = RLTrainConfig.build("naming", overrides={"output": tmp_path, "diversity": False, "use_cpu": True})
+    assert grpo_args(pinned).use_cpu is True
