@@ -59,8 +59,11 @@ def main() -> None:
         forward, backward = seconds(policy, ids, args.completion, recompute, top)
         first = first or forward + backward
         layers = top or "all"
-        print(f"| {recompute} | {layers} | {forward:.1f} | {backward:.1f} | {forward + backward:.1f} | "
-              f"{(forward + backward) / first:.2f} |", flush=True)
+        print(
+            f"| {recompute} | {layers} | {forward:.1f} | {backward:.1f} | {forward + backward:.1f} | "
+            f"{(forward + backward) / first:.2f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
