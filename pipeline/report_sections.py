@@ -8,6 +8,7 @@ from typing import Any
 
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.prompt_metrics import PROMPT_METRICS, mean_key
+from darling.pipeline.studies import STUDIES
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -266,12 +267,13 @@ def _prompts_link(prompts: str) -> str:
     return f"[`{path.name}`](inputs/{path.name})" if path.parent.name == "inputs" else f"`{prompts}`"
 
 
-ONE_SEED = (
-    "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
-    "Over seeds the held-out difference in distinct answers ranged from -0.71 to +2.00 on CPU; pooled over 6 seeds of "
-    "64 steps on one GPU it was +1.06 [+0.58, +1.58] (darling's docs/measurements.md, \"DARLING against GRPO on one "
-    'GPU"). Run `darling pipeline --seeds` for a pooled interval.'
-)
+def one_seed_sentence() -> str:
+    """What one seed's held-out interval cannot say, with the multi-seed studies that can (pipeline/studies.py)."""
+    studies = "; ".join(study.sentence() for study in STUDIES)
+    return (
+        "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
+        f"Measured over seeds: {studies}. Run `darling pipeline --seeds` for a pooled interval."
+    )
 
 
 def compare_section(s: dict[str, Any]) -> list[str]:
@@ -299,7 +301,7 @@ def compare_section(s: dict[str, Any]) -> list[str]:
             "carries to prompts neither run saw.",
             "",
             *novelty_lines(s["novelty"], s["quality"], s["max_words"], strict),
-            ONE_SEED,
+            one_seed_sentence(),
             "",
         ]
     if "math" in s:
