@@ -34,10 +34,11 @@ def test_stage_tables_presets_and_identity(tmp_path):
     before = copy.deepcopy(vars(ray))
     ray.validate()  # the checks change nothing: tables and the Ray engine are resolved when the config is made
     assert vars(ray) == before and ray.datagen["engine"] == "ray"
-    compare = build_config("cpu-compare", tmp_path)  # base = "cpu", 4 prompts per step
+    compare = build_config("cpu-compare", tmp_path)  # base = "cpu", every layer trained
     cpu_again = build_config("cpu", tmp_path)
-    assert compare.rl == {**cpu_again.rl, "per_device_train_batch_size": 32} and compare.preset == "cpu-compare"
-    assert compare.rl_warmup == {**cpu_again.rl_warmup, "per_device_train_batch_size": 16}
+    assert compare.rl == {**cpu_again.rl, "trainable_layers": None} and compare.preset == "cpu-compare"
+    assert cpu_again.rl["per_device_train_batch_size"] == 32 and cpu_again.rl["trainable_layers"] == 10
+    assert compare.rl_warmup == cpu_again.rl_warmup
     for bad, message in [
         ({"nope": 1}, "unknown option 'nope'"),
         ({"rl.max_steps": "x"}, "[rl]: option 'max_steps': cannot read 'x'"),
