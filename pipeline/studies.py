@@ -28,4 +28,11 @@ GPU_STUDY = Study(
     heading="DARLING against GRPO on one GPU",
 )
 
-STUDIES = (GPU_STUDY,)
+CPU_BUDGET = Study(
+    what="at the cpu preset's budget, 3 seeds on 2 CPU cores, each seed's interval above 0 (bench/darling_levers.py)",
+    figure="+0.40 [+0.15, +0.70]",
+    prompts="training",
+    heading="The main job's budget",
+)
+
+STUDIES = (CPU_BUDGET, GPU_STUDY)
