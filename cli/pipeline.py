@@ -21,7 +21,7 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    # the main job, ~14 min on 2 CPU cores (rerun: finished stages skipped)
+    # the main job, 20-32 min on 2 CPU cores (rerun: finished stages skipped)
     darling pipeline --preset cpu --output runs/pipe
 
     # DARLING against GRPO over three seeds (15-18 min a seed), pooled
