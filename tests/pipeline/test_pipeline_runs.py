@@ -27,6 +27,7 @@ SMALL = [
         "training_pairs.human_pairs=60",
         "rl.max_steps=2",
         "rl.limit=4",  # also the training prompts eval-novelty-train evaluates
+        "rl.per_device_train_batch_size=16",  # 2 prompts a step, not the preset's 4: 2 steps show the chain
         "rl.max_completion_length=16",
         "rl.save_steps=100",  # no checkpoint: a 2-step run writes final/ only
         "rl_warmup.max_steps=2",
