@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import CLI_ENV, vllm_python, write_creative_bench
+from helpers import CHAIN_TIMEOUT, CLI_ENV, vllm_python, write_creative_bench
 
 from darling.core.vllm_server import free_port
 
@@ -28,7 +28,11 @@ def test_chat_tiny_runs_the_chat_tracks_commands(tmp_path, smollm2_dir):
     command = ["pipeline", "--preset", "chat-tiny", "--output", run, "--set", f"serve_reward.port={free_port()}"]
     command += ["--set", f"eval_creative.bench_dir={bench}"]
     result = subprocess.run(
-        [sys.executable, "-m", "darling", *map(str, command)], capture_output=True, text=True, env=env, timeout=900
+        [sys.executable, "-m", "darling", *map(str, command)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CHAIN_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     records = json.loads((run / "stages.json").read_text())["stages"]

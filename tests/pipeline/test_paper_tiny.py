@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import CLI_ENV, vllm_python
+from helpers import CHAIN_TIMEOUT, CLI_ENV, vllm_python
 
 from darling.core.vllm_server import free_port
 from darling.pipeline.stages import STAGE_NAMES
@@ -31,7 +31,11 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python(), "TMPDIR": str(scratch)}
     command = ["pipeline", "--preset", "paper-tiny", "--output", run, "--set", f"serve.port={free_port()}"]
     result = subprocess.run(
-        [sys.executable, "-m", "darling", *map(str, command)], capture_output=True, text=True, env=env, timeout=900
+        [sys.executable, "-m", "darling", *map(str, command)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CHAIN_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     records = json.loads((run / "stages.json").read_text())["stages"]

@@ -201,6 +201,10 @@ def vllm_python() -> str:
 
 
 CLI_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
+# A whole pipeline chain's limit: a guard against a hang, not a speed check (bench/ checks speed). The two longest
+# chains run at once on a 2-core machine, each slowing the other: in a clean-clone suite on 2026-11-25 paper-tiny
+# had reached its last stages at 900 s.
+CHAIN_TIMEOUT = 1800
 
 
 def darling(*args, timeout: int = 900, cwd: Path | None = None, check: bool = False):
