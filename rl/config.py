@@ -180,7 +180,8 @@ class RLTrainConfig(CommandConfig):
     trainable_layers: int | None = option(
         None,
         help="Train only the policy's top N decoder layers and its final norm (the rest frozen: a backward pass that "
-        "stops there, ~half an RL step on CPU for 10 of SmolLM2's 30); none: every weight.",
+        "stops there: with --no-gradient-checkpointing, half of SmolLM2's forward and backward for 10 of its 30 "
+        "layers, bench/policy_backward.py); none: every weight.",
         panel=GRPO_PANEL,
     )
     temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL, meta=TRL)
