@@ -9,6 +9,10 @@ cosine moves the out-of-fold figures at all.
 
     python bench/classifier_levers.py                                   # MiniLM (packaged) + lexical
     python bench/classifier_levers.py --backbone mpnet=/path/to/all-mpnet-base-v2   # add another encoder
+    python bench/classifier_levers.py --tokens 64,128,256 --words 50,100,200        # truncation (issue 37)
+
+``--tokens``: MiniLM's cosine with each response cut to that many tokens (NoveltyBench's classifier reads 128);
+``--words``: Jaccard and ROUGE-1 on each response's first that many words.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from darling.evals.lexical import jaccard, rouge1_f
 TEST_SEED, TEST_FRACTION, CV_SEED, FOLDS = 1234, 0.15, 7, 5  # as in classifier_quality.py
 
 
-def cosines(backbone: str, pairs, prompts: bool) -> dict[str, np.ndarray]:
-    """Zero-shot cosine of each pair, and (``prompts``) the cosine after removing the shared prompt's direction."""
+def cosines(backbone: str, pairs, prompts: bool, tokens: int | None = None) -> dict[str, np.ndarray]:
+    """Zero-shot cosine of each pair (each response cut to ``tokens``; default the backbone's budget), and
+    (``prompts``) the cosine after removing the shared prompt's direction."""
     fit = [p for p in pairs if p.similar][:4] + [p for p in pairs if not p.similar][:4]
-    clf = zero_shot_classifier(backbone, fit)  # a, b fitted on 8 pairs: only the embeddings are used here
+    clf = zero_shot_classifier(backbone, fit, tokens)  # a, b fitted on 8 pairs: only the embeddings are used here
     start = time.perf_counter()
     emb = clf.embed([t for p in pairs for t in p.texts])
     a, b = emb[0::2], emb[1::2]
@@ -63,6 +68,8 @@ def cross_validate(features: dict[str, np.ndarray], columns: list[str], y: np.nd
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backbone", action="append", default=[], help="NAME=PATH of another embedding backbone")
+    ap.add_argument("--tokens", default="", help="comma-separated budgets: MiniLM's cosine cut to each")
+    ap.add_argument("--words", default="", help="comma-separated counts: lexical overlap of the first N words")
     args = ap.parse_args()
     pairs = load_pairs("noveltybench")
     train, _ = split_pairs(pairs, TEST_FRACTION, TEST_SEED)  # the test part is dropped here, unread
@@ -89,6 +96,14 @@ def main() -> None:
             (f"{name}_cos", "jaccard", "rouge1"),
         ]
     rows += [("minilm_residual_cos",), ("minilm_residual_cos", "rouge1")]
+    for budget in [int(t) for t in args.tokens.split(",") if t]:
+        features[f"minilm_cos_{budget}"] = cosines(PACKAGED_MINILM, train, prompts=False, tokens=budget)["cos"]
+        rows += [(f"minilm_cos_{budget}",), (f"minilm_cos_{budget}", "jaccard")]
+    for n in [int(w) for w in args.words.split(",") if w]:
+        heads = [tuple(" ".join(t.split()[:n]) for t in p.texts) for p in train]
+        features[f"jaccard_{n}"] = np.array([jaccard(*h) for h in heads])
+        features[f"rouge1_{n}"] = np.array([rouge1_f(*h) for h in heads])
+        rows += [(f"jaccard_{n}",), (f"rouge1_{n}",)]
     for columns in rows:
         result = cross_validate(features, list(columns), y, folds)
         print(json.dumps({"features": " + ".join(columns), **result}), flush=True)

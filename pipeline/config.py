@@ -310,9 +310,9 @@ class PipelineConfig(CommandConfig):
                 "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
                 "--set eval_creative.bench_dir=PATH"
             )
-        if self.rl.get("vllm_mode") == "server" and self.serve_classifier:
-            port = int(self.rl.get("vllm_server_port", 8000))
-            first, replicas = int(self.serve.get("port", 8000)), int(self.serve.get("replicas", 1))
+        if resolved(self.rl, RLTrainConfig, "vllm_mode") == "server" and self.serve_classifier:
+            port = int(resolved(self.rl, RLTrainConfig, "vllm_server_port"))
+            first, replicas = (int(resolved(self.serve, ServeConfig, key)) for key in ("port", "replicas"))
             if first <= port < first + replicas:
                 raise UserInputError(
                     f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
@@ -332,10 +332,7 @@ class PipelineConfig(CommandConfig):
 
     def rl_reward_model(self) -> str | None:
         """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""
-        preset = self.rl.get("preset")
-        value = self.rl.get("reward_model") or (RLTrainConfig.preset_values(preset) if preset else {}).get(
-            "reward_model"
-        )
+        value = resolved(self.rl, RLTrainConfig, "reward_model")
         return str(value) if value else None
 
     def identity(self) -> dict[str, Any]:
@@ -348,6 +345,15 @@ class PipelineConfig(CommandConfig):
             else:
                 flat[name] = value
         return flat
+
+
+def resolved(table: dict[str, Any], config: type[CommandConfig], key: str) -> Any:
+    """``key`` as the stage's command will have it: the table's entry, else its preset's, else the field's default."""
+    if key in table:
+        return table[key]
+    preset = table.get("preset")
+    values = config.preset_values(preset) if preset else {}
+    return values[key] if key in values else next(f.default for f in fields(config) if f.name == key)
 
 
 def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:

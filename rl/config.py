@@ -19,13 +19,12 @@ from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
 from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
-from darling.rl.reward import NORMS, DarlingConfig
+from darling.rl.reward import NORMS, SCALES, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 # The official math runs' prompt (verl's math preprocessing, used by DARLING's math scripts) for base models
 # with long reasoning: the problem, then this instruction, in one user turn under the chat template.
 PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
-SCALE_REWARDS = ("none", "group", "batch")
 TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
 # The --help panels of rl-train, essentials first.
 DATA_PANEL = "Data, model, output"
@@ -189,7 +188,7 @@ class RLTrainConfig(CommandConfig):
     max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL, meta=TRL)
     scale_rewards: str = option(
         "none",
-        choices=SCALE_REWARDS,
+        choices=SCALES,
         help="Advantages: r - mean over the group (none: Eq. 6, DARLING's), divided by the group's (group) or the "
         "batch's (batch) std (standard GRPO; the official GRPO baseline's).",
         panel=GRPO_PANEL,

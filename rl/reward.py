@@ -99,7 +99,7 @@ def group_advantages(rewards: Sequence[float]) -> list[float]:
     return [r - mean for r in rewards]
 
 
-SCALES = ("none", "group", "batch")
+SCALES = ("none", "group", "batch")  # TRL's scale_rewards: how batch_advantages divides, and rl-train's choices
 
 
 def _std(values: Sequence[float]) -> float:

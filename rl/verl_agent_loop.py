@@ -27,27 +27,7 @@ import numpy as np
 from verl.experimental.agent_loop import AgentLoopManager
 from verl.utils.ray_utils import auto_await
 
-from darling.classifier.export import read_export_meta
-from darling.rl.verl_reward import VerlSettings, group_scores, rows_to_score
-
-EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's reward extra info
-
-
-def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSettings:
-    """Refuse, when verl builds the manager, what would make the DARLING reward wrong rather than fail mid-run."""
-    settings = VerlSettings.from_config(config)
-    if settings.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
-        if not settings.classifier:
-            raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
-        read_export_meta(settings.classifier)
-    if config.algorithm.get("adv_estimator") == "remax":
-        raise ValueError("DARLING with adv_estimator=remax: its greedy baseline rows would join the prompts' groups")
-    if reward_loop_worker_handles is None:
-        raise ValueError(
-            "DARLING needs each response's quality from verl's streaming reward loop: a reward model colocated with "
-            "the actor (reward.reward_model.enable without enable_resource_pool) scores only after generation"
-        )
-    return settings
+from darling.rl.verl_reward import EXTRA_KEYS, VerlSettings, check_trainer_config, group_scores, rows_to_score
 
 
 def load_tokenizer(config: Any):

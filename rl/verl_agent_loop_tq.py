@@ -27,8 +27,7 @@ import transfer_queue as tq
 from verl.experimental.agent_loop import AgentLoopWorker
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ
 
-from darling.rl.verl_agent_loop import EXTRA_KEYS, check_trainer_config
-from darling.rl.verl_reward import VerlSettings, group_scores
+from darling.rl.verl_reward import EXTRA_KEYS, VerlSettings, check_trainer_config, group_scores
 
 logger = logging.getLogger(__name__)
 # The plain class under Ray's actor wrapper: a Ray actor class cannot be subclassed, its class can.

@@ -29,15 +29,6 @@ from darling.rl.config import VERL_LOSS_AGG, RLTrainConfig
 
 MANAGER = "darling.rl.verl_agent_loop.DarlingAgentLoopManager"
 DATA_FILE = "train.parquet"
-# TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged)
-LOSS_AGG = {
-    "dapo": "token-mean",
-    "bnpo": "token-mean",
-    "grpo": "seq-mean-token-mean",
-    "dr_grpo": "seq-mean-token-sum-norm",
-}
-# TRL's scale_rewards -> verl's algorithm.norm_adv_by_std_in_grpo (verl has no batch-std scaling)
-STD_SCALING = {"none": False, "group": True}
 
 
 def write_verl_data(config: RLTrainConfig, folder: Path) -> Path:

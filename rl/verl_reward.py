@@ -34,8 +34,10 @@ manager of 0.4-0.6 propagates the error.)
 
 verl >= 0.7.1 has no batch reward hook: each rollout is scored alone as it finishes (``AgentLoopWorker.
 _compute_score`` sends one sample to a ``RewardLoopWorker`` picked by ``random.choice``), and a reward that
-waited there for the rest of its group could deadlock; see the README "verl" section. Use verl 0.4-0.6 (or
-0.7.0 with ``reward_model.use_reward_loop=False``), or the TRL path.
+waited there for the rest of its group could deadlock. On those versions ``darling.rl.verl_agent_loop``'s
+agent-loop manager applies the reward where a prompt's whole group is in one place; it scores with this module's
+``group_scores`` and refuses a wrong trainer config with ``check_trainer_config``. The hooks above serve verl
+0.4-0.7.0 (0.7.0 with ``reward_model.use_reward_loop=False``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
 
+from darling.classifier.export import read_export_meta
 from darling.classifier.scoring import load_scorer
 from darling.core.devices import resolve_device
 from darling.rl.batch_reward import darling_rewards, math_quality
@@ -300,3 +303,23 @@ try:  # register under "darling" for verl versions with the legacy registry (whe
     _register("darling")(DarlingRewardManager)
 except (ImportError, ValueError):  # verl absent, or an older registry: the class stays usable directly
     pass
+
+
+EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's reward extra info
+
+
+def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSettings:
+    """Refuse, when verl builds the manager, what would make the DARLING reward wrong rather than fail mid-run."""
+    settings = VerlSettings.from_config(config)
+    if settings.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
+        if not settings.classifier:
+            raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
+        read_export_meta(settings.classifier)
+    if config.algorithm.get("adv_estimator") == "remax":
+        raise ValueError("DARLING with adv_estimator=remax: its greedy baseline rows would join the prompts' groups")
+    if reward_loop_worker_handles is None:
+        raise ValueError(
+            "DARLING needs each response's quality from verl's streaming reward loop: a reward model colocated with "
+            "the actor (reward.reward_model.enable without enable_resource_pool) scores only after generation"
+        )
+    return settings
