@@ -14,6 +14,8 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from darling.core.numbers import percentile_interval
+
 _OBJECTIVES = {
     "accuracy": accuracy_score,
     "balanced_accuracy": balanced_accuracy_score,
@@ -143,9 +145,7 @@ def bootstrap_intervals(
     """
     labels, probs = np.asarray(labels).astype(int), np.asarray(probs, dtype=float)
     idx = np.random.default_rng(seed).integers(0, len(labels), (n_boot, len(labels)))
-    tail = (1 - level) / 2 * 100
     out = {}
     for name, values in resampled_metrics(labels, probs, threshold, idx).items():
-        values = values[np.isfinite(values)]
-        out[name] = [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
+        out[name] = percentile_interval(values[np.isfinite(values)], level)
     return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
+from darling.core.numbers import percentile_interval
 from darling.core.quality import open_ended_quality
 from darling.core.shards import atomic_write_bytes
 from darling.evals.compare_report import render_comparison
@@ -87,9 +88,7 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, level: floa
     if diff.size == 0:
         return {"mean": None, "interval": None, "n": 0}
     idx = np.random.default_rng(seed).integers(0, diff.size, (N_BOOT, diff.size))
-    means = diff[idx].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    interval = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+    interval = percentile_interval(diff[idx].mean(axis=1), level)
     values = [round(float(v), 6) for v in diff]  # per prompt: what a study over seeds resamples (eval study)
     return {"mean": float(diff.mean()), "interval": interval, "n": int(diff.size), "values": values}
 

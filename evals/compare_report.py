@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from darling.core.numbers import MISSING, fmt, pct
 from darling.evals.prompt_metrics import PROMPT_METRICS
 
 # The columns of a novelty comparison: eval novelty's per-prompt metrics, then the share of short answers.
@@ -18,15 +19,9 @@ QUALITY_TEXT = {
 }
 
 
-def fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
 def interval(d: dict[str, Any], digits: int = 2) -> str:
     if d.get("mean") is None:
-        return "–"
+        return MISSING
     lo, hi = d["interval"]
     return f"{d['mean']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
@@ -57,7 +52,7 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool 
         "| --- |" + " ---: |" * len(COMPARE_METRICS),
     ]
     for name, figures in s["policies"].items():
-        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m)) for m in COMPARE_METRICS) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m), 2) for m in COMPARE_METRICS) + " |")
     lines += [
         "",
         f"Paired differences over the {s['prompts']} prompts, mean with a bootstrap 95% interval "
@@ -136,20 +131,16 @@ def math_lines(s: dict[str, Any]) -> list[str]:
         "| --- |" + " ---: |" * len(ks),
     ]
     for name, values in s["policies"].items():
-        lines.append(f"| {name} | " + " | ".join(_pct(values.get(k)) for k in ks) + " |")
+        lines.append(f"| {name} | " + " | ".join(pct(values.get(k)) for k in ks) + " |")
     lines += ["", "| difference (points) | " + " | ".join(ks) + " |", "| --- |" + " ---: |" * len(ks)]
     for pair, diffs in s["differences"].items():
         lines.append(f"| {pair} | " + " | ".join(_points(diffs[k]) for k in ks) + " |")
     return [*lines, ""]
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def _points(d: dict[str, Any]) -> str:
     if d.get("mean") is None:
-        return "–"
+        return MISSING
     scaled = {"mean": 100 * d["mean"], "interval": [100 * x for x in d["interval"]]}
     return interval(scaled, 1)
 

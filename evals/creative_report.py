@@ -8,7 +8,6 @@ iteration (the paper's Figure 4). Writes pieces.parquet, criteria.parquet, creat
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from darling.core.numbers import MISSING, fmt
 from darling.core.schemas import stable_id
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
 from darling.evals.creative_bench import SCORE_MAX, Bench, oriented, piece_score
@@ -208,10 +208,6 @@ def write_outputs(output: Path, table: pl.DataFrame, long: pl.DataFrame, metrics
     atomic_write_bytes(output / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
 
 
-def fmt(x: float | None, digits: int = 2) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
 def render_report(m: dict[str, Any]) -> str:
     bench, writing, judge = m["benchmark"], m["writing"], m.get("judge") or {}
     models = m["models"]
@@ -229,10 +225,10 @@ def render_report(m: dict[str, Any]) -> str:
     ]
     for name, w in models.items():
         ci = w["interval_95"]
-        shown = f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "n/a"
+        shown = f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else MISSING
         failed = w["failed"] + w["missing"]
         lines.append(
-            f"| {name} | {fmt(w['score'])} | {shown} | {w['scored']} of {w['pieces'] + w['missing']} | {w['short']} "
+            f"| {name} | {fmt(w['score'], 2)} | {shown} | {w['scored']} of {w['pieces'] + w['missing']} | {w['short']} "
             f"| {failed} | {w['judge_failed'] + w['unjudged']} |"
         )
     names = list(models)
@@ -240,7 +236,7 @@ def render_report(m: dict[str, Any]) -> str:
     lines += ["| criterion | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
     for criterion in m["benchmark"]["criteria"]:
         arrow = " ↓" if criterion in m["benchmark"]["negative_criteria"] else ""
-        cells = [fmt(models[n]["criteria"][criterion]["mean"]) for n in names]
+        cells = [fmt(models[n]["criteria"][criterion]["mean"], 2) for n in names]
         lines.append(f"| {criterion}{arrow} | " + " | ".join(cells) + " |")
     if m["versus"]:
         v = m["versus"]
@@ -255,7 +251,7 @@ def render_report(m: dict[str, Any]) -> str:
             arrow = " ↓" if r["negative"] else ""
             lines.append(
                 f"| {r['criterion']}{arrow} | {r['wins']} | {r['ties']} | {r['losses']} | {r['paired']} "
-                f"| {fmt(r['win_rate'])} |"
+                f"| {fmt(r['win_rate'], 2)} |"
             )
     if m["incomplete"]:
         lines += ["", f"{m['incomplete']} piece(s) failed, missing or unjudged: rerun the command to retry them."]

@@ -48,6 +48,7 @@ import polars as pl
 from darling.core.engine_config import engine_options
 from darling.core.engines import build_engine
 from darling.core.errors import UserInputError
+from darling.core.numbers import MISSING, pct
 from darling.core.shards import SHARD_GLOB, atomic_write_bytes
 from darling.datagen.config import GeneratorSpec, RolloutConfig
 from darling.datagen.problems import load_problems
@@ -227,10 +228,6 @@ def compute_metrics(rows: pl.DataFrame, ks: list[int] | None = None, models: lis
     return result
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def render_report(metrics: dict) -> str:
     """report.md: pass@1 and pass@n (models x datasets), the full pass@k table, and exclusions."""
     datasets, models = metrics["datasets"], metrics["models"]
@@ -239,8 +236,8 @@ def render_report(metrics: dict) -> str:
     def table(pick) -> str:
         lines = []
         for model, m in models.items():
-            cells = [_fmt(pick(m, m["datasets"][d])) if d in m["datasets"] else "–" for d in datasets]
-            lines.append(f"| {model} | " + " | ".join(cells) + f" | **{_fmt(pick(m, m['mean']))}** |")
+            cells = [pct(pick(m, m["datasets"][d])) if d in m["datasets"] else MISSING for d in datasets]
+            lines.append(f"| {model} | " + " | ".join(cells) + f" | **{pct(pick(m, m['mean']))}** |")
         return head + "\n".join(lines) + "\n"
 
     parts = [
@@ -263,7 +260,7 @@ def render_report(metrics: dict) -> str:
     for model, m in models.items():  # problems = scored problems (the ones pass@k averages over)
         rows = [(name, d["n"], d["scored"], d["pass@k"]) for name, d in m["datasets"].items()]
         for name, n, count, values in [*rows, ("**mean**", m["n"], m["mean"]["problems"], m["mean"]["pass@k"])]:
-            cells = [_fmt(values.get(str(k))) for k in ks]
+            cells = [pct(values.get(str(k))) for k in ks]
             lines.append(f"| {model} | {name} | {n} | {count} | " + " | ".join(cells) + " |")
     parts.append("\n".join(lines) + "\n")
     if len(datasets) > 1:

@@ -5,13 +5,13 @@ from ``per_prompt.parquet`` without regenerating or rescoring."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from darling.core.numbers import fmt as fmt_number
 from darling.core.shards import atomic_write_bytes, atomic_write_parquet
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, mean_key
 
@@ -68,7 +68,7 @@ def plot_distributions(per_prompt: pl.DataFrame, k: int, path: Path, names: tupl
 
 
 def render_report(m: dict[str, Any]) -> str:
-    fmt = lambda x: "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"  # noqa: E731
+    fmt = lambda x: fmt_number(x if x is None else float(x), 3)  # noqa: E731  # counts too, as 3-decimal floats
     g, partition, utility = m["generation"], m["partition"], m["utility"]
     distinct_name, utility_name = metric_names(m)
     source = f" (`{m['reward_model']}`, cut points {m['cut_points']})" if m["reward_model"] else ""

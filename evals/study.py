@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from darling.core.errors import UserInputError
+from darling.core.numbers import percentile_interval
 from darling.core.shards import atomic_write_bytes
 from darling.evals.compare import N_BOOT
 from darling.evals.compare_report import ACTED_BELOW
@@ -32,8 +33,7 @@ def hierarchical_bootstrap(groups: list[np.ndarray], seed: int = 0, level: float
     for b in range(N_BOOT):
         drawn = rng.integers(0, len(groups), len(groups))
         means[b] = np.mean([groups[i][rng.integers(0, groups[i].size, groups[i].size)].mean() for i in drawn])
-    tail = (1 - level) / 2 * 100
-    interval = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+    interval = percentile_interval(means, level)
     return {"mean": float(np.mean([g.mean() for g in groups])), "interval": interval, "seeds": len(groups)}
 
 

@@ -12,12 +12,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from darling.core.numbers import MISSING, fmt
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
 from darling.pipeline.commands_sh import COMMANDS_FILE, input_files
 from darling.pipeline.config import PipelineConfig, to_json
-from darling.pipeline.report_sections import fmt
 from darling.pipeline.stage_commands import eval_math_steps
 from darling.pipeline.stages import Stage, active_stages
 
@@ -29,7 +29,7 @@ VERSIONED = ("darling", "torch", "transformers", "trl", "lightning", "vllm", "ma
 def _header(stage: Stage, number: int, record: dict[str, Any]) -> list[str]:
     seconds = record.get("seconds")
     status = record.get("status", "not run")
-    timing = f"{seconds:.1f} s" if isinstance(seconds, int | float) else "–"
+    timing = f"{seconds:.1f} s" if isinstance(seconds, int | float) else MISSING
     linked = " · ".join(f"[{text}]({href})" for text, href in stage.links)
     name = stage.name
     return [

@@ -6,21 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from darling.core.numbers import MISSING, fmt, pct
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.prompt_metrics import PROMPT_METRICS, mean_key
 from darling.pipeline.studies import STUDIES
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
 
 
 def datagen_section(s: dict[str, Any]) -> list[str]:
@@ -131,9 +120,9 @@ def term_cell(step: dict[str, Any]) -> str:
     """The share of the step's groups the diversity term changed; for the GRPO baseline the share DARLING's would
     have changed, in parentheses."""
     if "darling/groups_would_change" in step:
-        return f"({_pct(step['darling/groups_would_change'])}%)"
+        return f"({pct(step['darling/groups_would_change'])}%)"
     share = step.get("darling/groups_changed")
-    return "–" if share is None else f"{_pct(share)}%"
+    return MISSING if share is None else f"{pct(share)}%"
 
 
 def rl_run_section(s: dict[str, Any], folder: str) -> list[str]:
@@ -201,7 +190,7 @@ def eval_math_section(s: dict[str, Any]) -> list[str]:
         "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |",
     ]
     for name, m in s["models"].items():
-        cells = " | ".join(_pct(m["pass@k"].get(str(k))) for k in ks)
+        cells = " | ".join(pct(m["pass@k"].get(str(k))) for k in ks)
         lines.append(
             f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
             f"[report](eval-math/{name}/report.md) · [metrics](eval-math/{name}/metrics.json) |"
