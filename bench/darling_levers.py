@@ -40,6 +40,14 @@ import sys
 import time
 from pathlib import Path
 
+from darling.core.training_log import (
+    ADVANTAGE_CHANGE,
+    DISTINCT_ANSWERS,
+    GROUPS_CHANGED,
+    QUALITY_ADVANTAGE,
+    REWARD,
+    WOULD_CHANGE,
+)
 from darling.evals.prompt_metrics import has_every_metric
 
 DARLING = str(Path(sys.executable).parent / "darling")
@@ -157,16 +165,16 @@ def compare(args, folders: dict[str, Path], training: dict[str, Path], out: Path
 
 
 def acted(log_history: Path) -> dict[str, float]:
-    steps = [h for h in json.loads(log_history.read_text()) if "darling/reward" in h]
-    shares = [h.get("darling/groups_changed", 0.0) for h in steps]
-    change = [h.get("darling/advantage_change", 0.0) for h in steps]
-    scale = [h.get("darling/quality_advantage", 0.0) for h in steps]
+    steps = [h for h in json.loads(log_history.read_text()) if REWARD.key in h]
+    shares = [h.get(GROUPS_CHANGED.key, 0.0) for h in steps]
+    change = [h.get(ADVANTAGE_CHANGE.key, 0.0) for h in steps]
+    scale = [h.get(QUALITY_ADVANTAGE.key, 0.0) for h in steps]
     return {
         "acted": statistics.mean(shares),
         "acted_first4": statistics.mean(shares[:4]),
         "advantage_change": statistics.mean(change),
         "quality_advantage": statistics.mean(scale),
-        "distinct_answers_last4": statistics.mean([h.get("darling/distinct_answers", 0) for h in steps[-4:]]),
+        "distinct_answers_last4": statistics.mean([h.get(DISTINCT_ANSWERS.key, 0) for h in steps[-4:]]),
     }
 
 
@@ -198,9 +206,9 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
     result["rl_seconds"] = float((root / "rl-seconds.txt").read_text())
     result["darling_log"] = acted(runs["darling"] / "log_history.json")
     result["grpo_would_change"] = statistics.mean(
-        h.get("darling/groups_would_change", 0.0)
+        h.get(WOULD_CHANGE.key, 0.0)
         for h in json.loads((runs["grpo"] / "log_history.json").read_text())
-        if "darling/reward" in h
+        if REWARD.key in h
     )
     for prompts in PROMPTS:
         folders = {n: (start_evals if n == "start" else root) / f"eval-{prompts}" / n for n in models}

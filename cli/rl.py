@@ -13,6 +13,7 @@ from darling.classifier.export import ClassifierExport
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
 from darling.core.replica_config import ReplicaConfig
+from darling.core.training_log import DISTINCT, DIVERSITY, GROUPS_CHANGED, QUALITY
 from darling.rl.config import RewardServeConfig, RLTrainConfig
 
 if TYPE_CHECKING:
@@ -74,12 +75,12 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
     logs = [h for h in trainer.state.log_history if "reward" in h]
     for h in logs:
         out.print(
-            f"step {h.get('step')}: reward {h.get('reward', 0):.3f}  quality {h.get('darling/quality', 0):.3f}  "
-            f"diversity {h.get('darling/diversity', 0):.3f}  "
-            f"distinct/group {h.get('darling/distinct_per_group', 0):.2f}"
+            f"step {h.get('step')}: reward {h.get('reward', 0):.3f}  quality {h.get(QUALITY.key, 0):.3f}  "
+            f"diversity {h.get(DIVERSITY.key, 0):.3f}  "
+            f"distinct/group {h.get(DISTINCT.key, 0):.2f}"
             + (
-                f"  term changed {h['darling/groups_changed']:.0%} of groups"
-                if "darling/groups_changed" in h and config.diversity
+                f"  term changed {h[GROUPS_CHANGED.key]:.0%} of groups"
+                if GROUPS_CHANGED.key in h and config.diversity
                 else ""
             )
         )

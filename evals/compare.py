@@ -24,6 +24,15 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import percentile_interval
 from darling.core.quality import open_ended_quality
 from darling.core.shards import atomic_write_bytes
+from darling.core.training_log import (
+    ADVANTAGE_CHANGE,
+    ALL_DISTINCT,
+    CURVES,
+    GROUPS_CHANGED,
+    QUALITY_ADVANTAGE,
+    REWARD,
+    WOULD_CHANGE,
+)
 from darling.evals.compare_report import render_comparison
 from darling.evals.config import EVAL_QUALITY, CompareConfig, named
 from darling.evals.math import pass_at_k, scored_problems
@@ -31,15 +40,6 @@ from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES
 
 N_BOOT = 2000
 METRICS = (*PROMPT_METRIC_NAMES, "short")  # eval novelty's per-prompt metrics, and the share of short answers
-CURVE_KEYS = {
-    "darling/reward": "reward",
-    "darling/quality": "quality",
-    "darling/distinct_per_group": "distinct (classifier)",
-    "darling/distinct_answers": "distinct answers",
-    "darling/groups_changed": "groups the diversity term changed",
-}
-# A GRPO run logs the share of its groups DARLING's term would have changed: drawn dashed in the same panel.
-WOULD_CHANGE = "darling/groups_would_change"
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
@@ -153,18 +153,20 @@ def compare_math(folders: dict[str, Path], ks: list[int], pairs: list[tuple[str,
 
 # -- training curves ---------------------------------------------------------------------------------------------
 def training_curves(log_files: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
-    """Per run, per metric (CURVE_KEYS): the value at each logged optimiser step (TRL's ``log_history``)."""
+    """Per run, per metric (CURVES): the value at each logged optimiser step (TRL's ``log_history``)."""
     curves: dict[str, dict[str, list[float]]] = {}
     for name, path in log_files.items():
         if not path.exists():
             raise UserInputError(f"{path}: no training log (an rl-train output holds log_history.json)")
-        history = [h for h in json.loads(path.read_text()) if "darling/reward" in h]
+        history = [h for h in json.loads(path.read_text()) if REWARD.key in h]
         curves[name] = {"step": [float(h["step"]) for h in history]}
-        for key, label in CURVE_KEYS.items():
+        for key, label in CURVES.items():
             curves[name][label] = [float(h[key]) for h in history if key in h]
-        would = [float(h[WOULD_CHANGE]) for h in history if WOULD_CHANGE in h]
+        would = [
+            float(h[WOULD_CHANGE.key]) for h in history if WOULD_CHANGE.key in h
+        ]  # a GRPO run's would-be share: dashed
         if would:
-            curves[name][CURVE_KEYS["darling/groups_changed"]] = []  # it changed none: its would-be share instead
+            curves[name][CURVES[GROUPS_CHANGED.key]] = []  # it changed none: its would-be share instead
             curves[name]["would change"] = would
     return curves
 
@@ -174,11 +176,11 @@ def term_activity(log_file: Path) -> dict[str, Any] | None:
     mean share of groups whose advantages it changed, the steps at which it changed any, the mean absolute change
     against the mean absolute advantage from quality alone. For the GRPO baseline (``applied`` False), what DARLING's
     term would have changed in its groups. None for a log without these figures (no classifier, older darling)."""
-    history = [h for h in json.loads(log_file.read_text()) if "darling/reward" in h]
-    if not history or not any("darling/groups_changed" in h for h in history):
+    history = [h for h in json.loads(log_file.read_text()) if REWARD.key in h]
+    if not history or not any(GROUPS_CHANGED.key in h for h in history):
         return None
-    applied = not any(WOULD_CHANGE in h for h in history)
-    shares = [float(h.get("darling/groups_changed" if applied else WOULD_CHANGE, 0.0)) for h in history]
+    applied = not any(WOULD_CHANGE.key in h for h in history)
+    shares = [float(h.get(GROUPS_CHANGED.key if applied else WOULD_CHANGE.key, 0.0)) for h in history]
 
     def mean(key: str) -> float:
         return float(np.mean([h.get(key, 0.0) for h in history]))
@@ -189,9 +191,9 @@ def term_activity(log_file: Path) -> dict[str, Any] | None:
         "share": float(np.mean(shares)),
         "steps_acted": sum(1 for v in shares if v > 0),
         "first_step_acted": next((int(h["step"]) for h, v in zip(history, shares, strict=True) if v > 0), None),
-        "advantage_change": mean("darling/advantage_change"),
-        "quality_advantage": mean("darling/quality_advantage"),
-        "all_distinct": mean("darling/groups_all_distinct"),
+        "advantage_change": mean(ADVANTAGE_CHANGE.key),
+        "quality_advantage": mean(QUALITY_ADVANTAGE.key),
+        "all_distinct": mean(ALL_DISTINCT.key),
     }
 
 
@@ -216,7 +218,7 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = list(CURVE_KEYS.values())
+    labels = list(CURVES.values())
     fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 3.2))
     for ax, label in zip(axes, labels, strict=True):
         for name, curve in curves.items():
@@ -226,14 +228,14 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], path: Path) -> None:
                 (raw,) = ax.plot(steps, values, marker="o", markersize=3, linestyle="none", alpha=0.35)
                 mean = running_mean(values, window)
                 ax.plot(steps, mean, color=raw.get_color(), label=f"{name} (mean of {window} steps)")
-            if label == CURVE_KEYS["darling/groups_changed"] and curve.get("would change"):
+            if label == CURVES[GROUPS_CHANGED.key] and curve.get("would change"):
                 would, steps = curve["would change"], curve["step"][: len(curve["would change"])]
                 (raw,) = ax.plot(steps, would, marker="o", markersize=3, linestyle="none", alpha=0.35)
                 window = trend_window(len(would))
                 ax.plot(
                     steps, running_mean(would, window), color=raw.get_color(), linestyle="--", label=f"{name} (would)"
                 )
-        if label == CURVE_KEYS["darling/groups_changed"]:
+        if label == CURVES[GROUPS_CHANGED.key]:
             ax.set_ylim(-0.05, 1.05)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize="small")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.numbers import MISSING, fmt, pct
+from darling.core.training_log import GROUPS_CHANGED, WOULD_CHANGE
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.prompt_metrics import PROMPT_METRICS, mean_key
 from darling.pipeline.studies import STUDIES
@@ -119,9 +120,9 @@ def classifier_section(s: dict[str, Any]) -> list[str]:
 def term_cell(step: dict[str, Any]) -> str:
     """The share of the step's groups the diversity term changed; for the GRPO baseline the share DARLING's would
     have changed, in parentheses."""
-    if "darling/groups_would_change" in step:
-        return f"({pct(step['darling/groups_would_change'])}%)"
-    share = step.get("darling/groups_changed")
+    if WOULD_CHANGE.key in step:
+        return f"({pct(step[WOULD_CHANGE.key])}%)"
+    share = step.get(GROUPS_CHANGED.key)
     return MISSING if share is None else f"{pct(share)}%"
 
 

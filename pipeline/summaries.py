@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.local_models import resolve_model
+from darling.core.training_log import REWARD, STEP_METRICS
 from darling.datagen.rollouts import read_rollouts
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, mean_key
 from darling.pipeline.config import PipelineConfig
@@ -32,21 +33,7 @@ from darling.pipeline.stage_commands import (
     warmup_step,
 )
 
-STEP_KEYS = (
-    "reward",
-    "darling/quality",
-    "darling/diversity",
-    "darling/distinct_per_group",
-    "darling/distinct_answers",
-    "darling/groups_without_signal",
-    "darling/groups_changed",
-    "darling/groups_would_change",
-    "darling/advantage_change",
-    "darling/classifier_pairs",
-    "darling/classifier_pairs_saved",
-    "loss",
-    "grad_norm",
-)
+STEP_KEYS = ("reward", *STEP_METRICS, "loss", "grad_norm")  # TRL's own reward, loss and gradient norm beside ours
 
 
 def _json(path: Path) -> Any:
@@ -162,7 +149,7 @@ def rl_run(step: Step, reward: str) -> dict[str, Any]:
     config = step.config
     out = Path(config.output)
     history = _json(out / "log_history.json")
-    steps = [{"step": h["step"], **{k: h[k] for k in STEP_KEYS if k in h}} for h in history if "darling/reward" in h]
+    steps = [{"step": h["step"], **{k: h[k] for k in STEP_KEYS if k in h}} for h in history if REWARD.key in h]
     local = Path(resolve_model(config.policy))
     return {
         "reward": reward,

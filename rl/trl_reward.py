@@ -16,6 +16,23 @@ from typing import Any
 from darling.classifier.partition import Scorer
 from darling.core.quality import distinct_answers, open_ended_quality
 from darling.core.reward_model import load_reward_model, sigmoid_quality
+from darling.core.training_log import (
+    ADVANTAGE_CHANGE,
+    ALL_DISTINCT,
+    CLASSIFIER_PAIRS,
+    DISTINCT,
+    DISTINCT_ANSWERS,
+    DIVERSITY,
+    GROUPS_CHANGED,
+    PAIRS_SAVED,
+    QUALITY,
+    QUALITY_ADVANTAGE,
+    REWARD,
+    REWARD_SECONDS,
+    TEXTS_EMBEDDED,
+    WITHOUT_SIGNAL,
+    WOULD_CHANGE,
+)
 from darling.rl.batch_reward import BatchReward, darling_rewards, math_quality
 from darling.rl.reward import DarlingConfig
 
@@ -113,16 +130,16 @@ class DarlingRewardFunction:
         if log_metric is not None:
             log_effect(log_metric, result)
             flat = lambda rows: [x for row in rows for x in row]  # noqa: E731
-            log_metric("darling/quality", sum(quality) / len(quality))
-            log_metric("darling/diversity", _mean(flat(result.diversity)))
-            log_metric("darling/reward", _mean(flat(result.rewards)))
-            log_metric("darling/distinct_per_group", _mean(result.distinct))  # classes of the classifier
-            log_metric("darling/distinct_answers", _mean([distinct_answers(g) for g in groups]))  # no classifier
-            log_metric("darling/groups_without_signal", float(result.groups_without_signal))
-            log_metric("darling/classifier_pairs", float(result.stats.pairs_decided))
-            log_metric("darling/classifier_pairs_saved", float(result.stats.pairs_saved))
-            log_metric("darling/classifier_texts_embedded", float(result.stats.texts_embedded))
-            log_metric("darling/reward_seconds", time.perf_counter() - start)
+            log_metric(QUALITY.key, sum(quality) / len(quality))
+            log_metric(DIVERSITY.key, _mean(flat(result.diversity)))
+            log_metric(REWARD.key, _mean(flat(result.rewards)))
+            log_metric(DISTINCT.key, _mean(result.distinct))  # classes of the classifier
+            log_metric(DISTINCT_ANSWERS.key, _mean([distinct_answers(g) for g in groups]))  # no classifier
+            log_metric(WITHOUT_SIGNAL.key, float(result.groups_without_signal))
+            log_metric(CLASSIFIER_PAIRS.key, float(result.stats.pairs_decided))
+            log_metric(PAIRS_SAVED.key, float(result.stats.pairs_saved))
+            log_metric(TEXTS_EMBEDDED.key, float(result.stats.texts_embedded))
+            log_metric(REWARD_SECONDS.key, time.perf_counter() - start)
         return [r for row in result.rewards for r in row]
 
 
@@ -133,12 +150,12 @@ def log_effect(log_metric: Callable[[str, float], None], result: BatchReward) ->
     effect = result.effect
     if effect is None:
         return
-    log_metric("darling/groups_changed", effect.share_changed if result.term_applied else 0.0)
+    log_metric(GROUPS_CHANGED.key, effect.share_changed if result.term_applied else 0.0)
     if not result.term_applied:
-        log_metric("darling/groups_would_change", effect.share_changed)
-    log_metric("darling/advantage_change", effect.mean_abs_change if result.term_applied else 0.0)
-    log_metric("darling/quality_advantage", effect.mean_abs_quality_advantage)
-    log_metric("darling/groups_all_distinct", effect.all_distinct / effect.groups if effect.groups else 0.0)
+        log_metric(WOULD_CHANGE.key, effect.share_changed)
+    log_metric(ADVANTAGE_CHANGE.key, effect.mean_abs_change if result.term_applied else 0.0)
+    log_metric(QUALITY_ADVANTAGE.key, effect.mean_abs_quality_advantage)
+    log_metric(ALL_DISTINCT.key, effect.all_distinct / effect.groups if effect.groups else 0.0)
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -234,3 +234,23 @@ def test_batch_advantages_scale_as_trl_does():
     assert batch_advantages(rewards, "batch")[0][0] == pytest.approx(0.75 / (batch_std + 1e-4))
     with pytest.raises(ValueError, match="scale must be one of"):
         batch_advantages(rewards, "std")
+
+
+def test_the_reward_function_logs_exactly_the_training_log_table():
+    """Every metric the TRL reward function logs is defined in ``core/training_log.py`` (what the report, curves,
+    compare and benches read), and every metric there is logged: by DARLING, or (the would-be share) by GRPO."""
+    from darling.core.training_log import LOG_METRICS, WOULD_CHANGE
+    from darling.rl.trl_reward import DarlingRewardFunction
+
+    same = equivalence_of({("apple", "apple!"): True})
+    prompts, completions = ["fruit?"] * 4, ["apple", "apple!", "pear", "plum"]
+    logged: dict[str, dict[str, float]] = {}
+    for combine in ("multiply", "quality"):
+        reward = DarlingRewardFunction(
+            4, same, DarlingConfig(combine=combine), lambda p, t, k: [1.0] * len(t), term=DarlingConfig()
+        )
+        logged[combine] = {}
+        reward(prompts, completions, log_metric=lambda key, value, out=logged[combine]: out.__setitem__(key, value))
+    table = {m.key for m in LOG_METRICS}
+    assert set(logged["multiply"]) == table - {WOULD_CHANGE.key}
+    assert set(logged["quality"]) == table and logged["quality"][WOULD_CHANGE.key] == 1.0  # its one group has a repeat
