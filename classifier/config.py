@@ -28,7 +28,7 @@ LOGGING_PANEL = "Logging and checkpoints"
 KINDS = (CROSS_ENCODER, BI_ENCODER)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ClassifierTrainConfig(CommandConfig):
     """Settings of ``darling train-classifier``."""
 
@@ -205,7 +205,7 @@ def build_config(
 SOURCES = ("judge", "human")  # of datagen training-pairs
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class TrainingPairsConfig(CommandConfig):
     """Settings of ``darling datagen training-pairs``."""
 
@@ -231,7 +231,7 @@ class TrainingPairsConfig(CommandConfig):
             raise UserInputError(f"--source human needs --human-pairs >= 40, got {self.human_pairs}")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ServeConfig(ReplicaConfig):
     """Settings of ``darling serve-classifier`` (no presets: every default is the command's)."""
 

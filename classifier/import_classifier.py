@@ -93,7 +93,7 @@ IMPORT_NOTE = (
 )
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ImportConfig(CommandConfig):
     """Settings of ``darling import-classifier``: the format's values unless a flag overrides one."""
 

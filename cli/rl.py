@@ -51,7 +51,6 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
     if config.engine == "verl":
         from darling.rl.verl_recipe import run_verl  # loads polars when run
 
-        config.validate()
         script = run_verl(config)
         out.print(f"verl's command: {script}" if config.dry_run else f"policy saved to {config.output}/final")
         return

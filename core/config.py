@@ -10,7 +10,8 @@
   field (a pipeline stage's section, rl-train's ``grpo``) merges key by key across those layers, and
   ``--set TABLE.KEY=VALUE`` sets one entry of it.
 - Validation lives in one place per dataclass: ``validate()`` (choices declared on the fields, plus the
-  class's own ``check()``), run whenever a config is made, so no path can skip it.
+  class's own ``check()``), run when a config is made, so no path can skip it. Configs are frozen: what changes a
+  setting makes a new object (``dataclasses.replace``), checked in turn, so nothing re-validates one it was given.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def option(
     return field(default=default, default_factory=factory, metadata=metadata)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class CommandConfig:
     """Base of every command's settings: presets, files and overrides in one order; validation on creation."""
 

@@ -32,7 +32,7 @@ def engine_option(default: str) -> Any:
     return option(default, choices=ENGINE_NAMES, help=ENGINE_HELP, panel=ENGINE_PANEL)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class EngineConfig(CommandConfig):
     """Settings of the generation engine; a command's config derives from it (flags = these field names)."""
 

@@ -15,7 +15,7 @@ from darling.core.errors import UserInputError
 SERVE_DTYPES = ("float32", "bfloat16", "float16")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ReplicaConfig(CommandConfig):
     """The replica settings every ``serve-*`` command shares (``serve-classifier``, ``serve-reward-model``): how
     many, where, which vLLM, the check and the ready file. Each command's class names its model and dtype."""

@@ -136,7 +136,7 @@ PROBLEMS_HELP = (
 GENERATORS_HELP = "TOML/JSON/YAML listing generators with their own prompts and sampling."
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RolloutConfig(EngineConfig):
     """Settings of ``darling datagen rollouts``: which problems, which generators, how to sample (and the engine)."""
 
@@ -204,7 +204,7 @@ def check_sampling(n: int, temperature: float, top_p: float, max_tokens: int) ->
         raise UserInputError("need --max-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class PairConfig(CommandConfig):
     """Settings of ``darling datagen pairs``."""
 
@@ -218,7 +218,7 @@ class PairConfig(CommandConfig):
 
     def __post_init__(self) -> None:
         if self.max_pairs_per_problem == 0:  # 0 and None both mean all (summary.json records None)
-            self.max_pairs_per_problem = None
+            object.__setattr__(self, "max_pairs_per_problem", None)  # frozen: set while it is being made
         super().__post_init__()
 
     def check(self) -> None:
@@ -229,7 +229,7 @@ class PairConfig(CommandConfig):
 STRUCTURED = ("none", "choice", "regex")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class JudgeConfig(EngineConfig):
     """Settings of ``darling datagen label``: the pairs, the judge and how it votes (and the engine)."""
 

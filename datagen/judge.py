@@ -175,7 +175,6 @@ def judged_record(pair: dict[str, Any], results: list[ChatResult], config: Judge
 
 def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
 
-    config.validate()  # also a config changed after it was made
     options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
     template = load_prompt(config.prompt_file)
     prompt_sha = hashlib.sha256(template.encode()).hexdigest()

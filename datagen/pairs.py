@@ -130,7 +130,6 @@ def _pool(workers: int):
 
 def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
 
-    config.validate()  # also a config changed after it was made
     frame = usable_responses(read_rollouts(config.rollouts), config.correct_only)
     if frame.is_empty():
         raise UserInputError(f"{config.rollouts}: no usable responses (status ok, with a final answer)")

@@ -144,7 +144,6 @@ def run_generator(
 def generate_rollouts(config: RolloutConfig, engine: Engine | None = None, progress: bool = True) -> RolloutSummary:
     """Generate what is missing in ``config.output``; ``engine``: one already made (default: ``config``'s)."""
 
-    config.validate()  # also a config changed after it was made
     if config.problems is None:
         raise UserInputError("give --problems (or --import champ)")
     specs = config.generator_specs()

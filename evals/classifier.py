@@ -100,7 +100,6 @@ def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
     cross-encoder export.
     """
     c = config
-    c.validate()  # also a config changed after it was made
     pairs = load_pairs(c.data)  # validate inputs before loading any model
     for export in (c.model, c.compare):
         if export is not None:

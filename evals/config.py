@@ -50,7 +50,7 @@ UTILITIES = {
 
 
 # -- eval math -------------------------------------------------------------------------------------------
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class MathEvalConfig(EngineConfig):
     """Settings of ``darling eval math``: problems, models, sampling, the k reported (and the engine)."""
 
@@ -112,7 +112,7 @@ def parse_model(text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT) ->
 
 
 # -- eval novelty ----------------------------------------------------------------------------------------
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class NoveltyConfig(EngineConfig):
     """Settings of ``darling eval novelty``: generation (and the engine), the partition, quality and utility."""
 
@@ -220,7 +220,7 @@ def parse_cut_points(text: str) -> tuple[float, ...]:
 
 
 # -- eval classifier -------------------------------------------------------------------------------------
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ClassifierEvalConfig(CommandConfig):
     """Settings of ``darling eval classifier``: what is scored, on which pairs, at which threshold."""
 
@@ -261,7 +261,7 @@ EVAL_QUALITY = "eval"  # the quality eval novelty scored (a reward model's bucke
 DEFAULT_PAIR = "darling-rl - grpo-rl"  # the pipeline's DARLING minus its GRPO baseline
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class CompareConfig(CommandConfig):
     """Settings of ``darling eval compare``."""
 
@@ -338,7 +338,7 @@ def named(items: list[str], flag: str, must_exist: bool = True) -> dict[str, Pat
     return out
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class StudyConfig(CommandConfig):
     """Settings of ``darling eval study``."""
 

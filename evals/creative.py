@@ -258,7 +258,6 @@ def evaluate_creative(
     """Write and judge (resumably), then score and write metrics.json, report.md, creative.png, pieces.parquet and
     criteria.parquet to ``config.output``. Returns the metrics plus this run's counts (``run``)."""
 
-    config.validate()  # also a config changed after it was made
     bench = load_bench(config)  # every file of the checkout is checked before anything is written
     output = Path(config.output)
     if config.generate:

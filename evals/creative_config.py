@@ -28,7 +28,7 @@ BENCH_FILES = {  # field -> the benchmark's own path of that file, relative to i
 }
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class CreativeConfig(EngineConfig):
     """Settings of ``darling eval creative``: the benchmark's files, the writers, the judge (and the engines)."""
 

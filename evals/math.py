@@ -343,8 +343,6 @@ def evaluate_math(config: MathEvalConfig, progress: bool = False) -> dict[str, A
     sample counts (``None`` with ``generate=False``), which is not part of metrics.json so a report-only
     rerun writes the same file.
     """
-    config.output = Path(config.output)
-    config.validate()  # also a config changed after it was made
     specs = config.generator_specs()
     _check_models(config, specs)
     if config.generate:

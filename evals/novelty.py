@@ -326,7 +326,6 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
     """Generate (resumably), partition, score, and write metrics.json, report.md, novelty.png, scores.parquet
     and per_prompt.parquet to ``config.output``. Returns the metrics plus this run's generation counts."""
 
-    config.validate()  # also a config changed after it was made
     if config.generate and engine is None:
         engine_options(config)  # a bad engine option fails before anything is read or written
     if config.threads:  # the hf engine's threads, and the classifier's and reward model's

@@ -64,7 +64,6 @@ def seed_term(compare_json: Path, pair: str) -> dict[str, Any] | None:
 
 def study(config: StudyConfig) -> dict[str, Any]:
     """Each seed's difference and the pooled one, per metric: writes study.json and study.md; returns study.json."""
-    config.validate()
     folders = named(config.compare, "--compare")
     per_seed = {name: seed_differences(folder / "compare.json", config.pair) for name, folder in folders.items()}
     metrics = sorted(set.intersection(*(set(d) for d in per_seed.values())))

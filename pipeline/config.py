@@ -110,7 +110,7 @@ def table(help_text: str) -> Any:
     return option(factory=dict, flag=False, help=help_text)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class PipelineConfig(CommandConfig):
     """Settings of ``darling pipeline``: chain-level fields, then one table per stage (``SECTIONS``)."""
 
@@ -271,10 +271,10 @@ class PipelineConfig(CommandConfig):
         """The tables read as their fields' types (an unknown key refused), the Ray engine wired in with ``launcher =
         ray``; then the checks, which change nothing."""
         for name, section in SECTIONS.items():
-            setattr(self, name, checked_table(name, section, getattr(self, name)))
+            object.__setattr__(self, name, checked_table(name, section, getattr(self, name)))  # frozen: while made
         if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/launch_ray.py)
             for name in self.generating_tables():
-                setattr(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
+                object.__setattr__(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
         super().__post_init__()
 
     def check(self) -> None:

@@ -248,7 +248,6 @@ def run_pipeline(
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest. With ``seeds``: the chain
     once per seed, then the study (``run_seeds``)."""
     log = log or (lambda line: print(line, flush=True))
-    config.validate()
     if config.seeds:
         return run_seeds(config, log, argv)
     stages = stage_commands(config)  # builds, and so checks, every command's settings before anything is written

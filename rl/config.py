@@ -44,7 +44,7 @@ VERL_LOSS_AGG = {
 REPORT_TO = ("none", "tensorboard", "wandb")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RLTrainConfig(CommandConfig):
     """Settings of ``darling rl-train``."""
 
@@ -360,7 +360,7 @@ def trl_fields() -> dict[str, str]:
     return out
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RewardServeConfig(ReplicaConfig):
     """Settings of ``darling serve-reward-model`` (no presets: every default is the command's)."""
 

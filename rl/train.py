@@ -155,7 +155,6 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
 
     from darling.rl.trl_reward import DarlingRewardFunction  # loads torch: not before the settings are checked
 
-    config.validate()  # also a config changed after it was made
     if config.threads:
         torch.set_num_threads(config.threads)
     args = grpo_args(config)  # a bad grpo.* key is refused before any model loads
@@ -260,7 +259,6 @@ LOG_FILE = "log_history.json"
 def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     """Train; returns the TRL trainer (its ``state.log_history`` has the per-step metrics, also written to
     ``OUTPUT/log_history.json`` beside ``OUTPUT/final``)."""
-    config.validate()
     dataset, export = None, None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched or a model loads
         dataset = build_dataset(config)

@@ -1,6 +1,7 @@
 """The training loop on tiny models: loss scaling, export/reload parity, resume, strict loading."""
 
 import json
+from dataclasses import replace
 
 import lightning as L
 import pytest
@@ -163,8 +164,7 @@ def test_export_reloads_strictly_with_identical_logits(trained_tiny_qwen, qwen_t
 def test_resume_continues_from_last_checkpoint(trained_tiny_qwen):
     cfg, data, first = trained_tiny_qwen
     assert first.global_step == 4
-    cfg.max_steps = 6
-    resumed = train_classifier(cfg, data, first.output, resume=True, progress=False)
+    resumed = train_classifier(replace(cfg, max_steps=6), data, first.output, resume=True, progress=False)
     assert resumed.global_step == 6
 
 

@@ -504,10 +504,10 @@ def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
             parsed, _ = parse_argv(app, words)
             if step.words[0] == "serve-classifier":  # bound to the first node's name on two nodes
                 assert parsed.host == "node-0"
-                parsed.host = step.config.host
+                parsed = replace(parsed, host=step.config.host)
             if step.words[0] == "rl-train":  # the replicas' URLs name the first node
                 assert parsed.classifier_urls == [u.replace("127.0.0.1", "node-0") for u in step.config.classifier_urls]
-                parsed.classifier_urls = step.config.classifier_urls
+                parsed = replace(parsed, classifier_urls=step.config.classifier_urls)
                 assert launcher[:4] == ["srun", "--nodes=2", "--ntasks-per-node=1", "env"]
                 assert "--num_machines" in launcher and launcher[launcher.index("--num_processes") + 1] == "12"
                 assert launcher[launcher.index("--main_process_ip") + 1] == "node-0"
