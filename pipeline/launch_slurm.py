@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from darling.core.shards import atomic_write_bytes
-from darling.pipeline.commands_sh import PRELUDE, StageCommands
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.stage_commands import Step, run_relative, shell_word
+from darling.pipeline.script import PRELUDE, Block
 from darling.pipeline.stages import STAGE
+from darling.pipeline.steps import Step, run_relative, shell_word
 
 SLURM_DIR = "slurm"
 SUBMIT = "submit.sh"
@@ -64,11 +64,12 @@ def multi_node_launcher(step: Step, config: PipelineConfig) -> str | None:
     return None
 
 
-def stage_lines(stage: StageCommands, config: PipelineConfig) -> list[str]:
-    """The stage's block, its training commands started on every node when ``nodes`` > 1; replicas the RL
-    processes call (bound to 127.0.0.1 on one node) then bind the first node's name, and the URLs say it."""
+def stage_lines(stage: Block, config: PipelineConfig) -> list[str]:
+    """The stage's block, its training commands started on every node when ``nodes`` > 1 (the stages placed on
+    every node); replicas the RL processes call (bound to 127.0.0.1 on one node) then bind the first node's name,
+    and the URLs say it."""
     lines = list(stage.lines)
-    if config.nodes == 1 or stage.name not in ("classifier", "rl"):
+    if config.nodes == 1 or STAGE[stage.name].placement != "nodes":
         return lines
     for step in stage.steps:
         line = step.line(config.run)
@@ -82,14 +83,14 @@ def stage_lines(stage: StageCommands, config: PipelineConfig) -> list[str]:
     return [HEAD, *lines]
 
 
-def stage_job(index: int, stage: StageCommands, config: PipelineConfig) -> Job:
+def stage_job(index: int, stage: Block, config: PipelineConfig) -> Job:
     placement = STAGE[stage.name].placement  # cpu | node | nodes (the training stages span every node)
     nodes = config.nodes if placement == "nodes" else 1
     gpus = 0 if placement == "cpu" else config.gpus_per_node
     return Job(f"{index:02d}-{stage.name}.sbatch", stage.name, nodes, gpus)
 
 
-def render_job(job: Job, stage: StageCommands, config: PipelineConfig) -> str:
+def render_job(job: Job, stage: Block, config: PipelineConfig) -> str:
     options = {
         "job-name": f"darling-{job.stage}",
         "nodes": str(job.nodes),
@@ -119,7 +120,7 @@ def render_submit(jobs: list[Job]) -> str:
     return "\n".join([*lines, ""])
 
 
-def write_slurm(config: PipelineConfig, stages: list[StageCommands]) -> list[Path]:
+def write_slurm(config: PipelineConfig, stages: list[Block]) -> list[Path]:
     """Write ``RUN/slurm/NN-stage.sbatch`` per stage and ``RUN/slurm/submit.sh``; returns their paths."""
     folder = config.run / SLURM_DIR
     jobs = [stage_job(i, stage, config) for i, stage in enumerate(stages, 1)]

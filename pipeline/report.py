@@ -16,10 +16,12 @@ from darling.core.numbers import MISSING, fmt
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
-from darling.pipeline.commands_sh import COMMANDS_FILE, input_files
-from darling.pipeline.config import PipelineConfig, to_json
-from darling.pipeline.stage_commands import eval_math_steps
-from darling.pipeline.stages import Stage, active_stages
+from darling.pipeline.config import to_json
+from darling.pipeline.script import COMMANDS_FILE
+from darling.pipeline.stage import Plan, Stage
+from darling.pipeline.stages import active_stages, input_files
+from darling.pipeline.stages.classifier import CLASSIFIER
+from darling.pipeline.stages.eval_math import eval_math_steps
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
@@ -41,7 +43,8 @@ def _header(stage: Stage, number: int, record: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> str:
+def render_report(plan: Plan, records: dict[str, dict[str, Any]]) -> str:
+    config = plan.config
     total = sum(r.get("seconds") or 0 for r in records.values())
     lines = [
         f"# DARLING pipeline: preset `{config.preset}`",
@@ -54,7 +57,7 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
         "| --- | --- | ---: |",
     ]
 
-    active = active_stages(config)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
+    active = active_stages(plan)  # the chain's stages (the chat track has no rollouts, labels or pass@k)
     for stage in active:
         r = records.get(stage.name, {})
         lines.append(f"| {stage.name} | {r.get('status', 'not run')} | {fmt(r.get('seconds'), 1)} |")
@@ -77,9 +80,9 @@ def render_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) ->
     return "\n".join(lines)
 
 
-def write_report(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> Path:
-    path = config.run / REPORT_FILE
-    atomic_write_bytes(path, render_report(config, records).encode())
+def write_report(plan: Plan, records: dict[str, dict[str, Any]]) -> Path:
+    path = plan.run / REPORT_FILE
+    atomic_write_bytes(path, render_report(plan, records).encode())
     return path
 
 
@@ -100,22 +103,23 @@ def package_versions() -> dict[str, str | None]:
     return {name: _version(name) for name in VERSIONED}
 
 
-def used_inputs(config: PipelineConfig, records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def used_inputs(plan: Plan, records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Files the run read: the pipeline's own inputs/, CHAMP's dataset file, NoveltyBench's built-in pairs
     (when mixed in), packaged problem sets (aime24, ...); built-ins generated in code and hub datasets are
     listed by name only."""
+    config = plan.config
     found: list[dict[str, Any]] = []
-    for path in input_files(config):
+    for path in input_files(plan):
         found.append({"role": "input", "path": str(path)})
     if config.rollouts_from == "champ":
         try:
             found.append({"role": "champ_dataset", "path": str(champ_path())})
         except Exception:  # the package is absent: nothing was imported from it either
             found.append({"role": "champ_dataset", "path": None, "note": "champ-dataset package not installed"})
-    data = (records.get("classifier", {}).get("summary") or {}).get("data") or {}
+    data = (records.get(CLASSIFIER.name, {}).get("summary") or {}).get("data") or {}
     if data.get("noveltybench_file"):
         found.append({"role": "noveltybench_pairs", "path": data["noveltybench_file"]})
-    problems = eval_math_steps(config)[0].config.problems if config.evaluate_math else []
+    problems = eval_math_steps(plan)[0].config.problems if config.evaluate_math else []
     specs = [*problems, *([str(config.datagen.get("problems"))] if config.rollouts_from == "generate" else [])]
     for spec in dict.fromkeys(specs):
         path = Path(spec)
@@ -147,11 +151,10 @@ def output_files(run: Path) -> list[dict[str, Any]]:
     return files
 
 
-def write_manifest(
-    config: PipelineConfig, records: dict[str, dict[str, Any]], argv: list[str] | None, status: str
-) -> Path:
+def write_manifest(plan: Plan, records: dict[str, dict[str, Any]], argv: list[str] | None, status: str) -> Path:
     import shlex
 
+    config = plan.config
     try:
         import torch
 
@@ -172,7 +175,7 @@ def write_manifest(
         "machine": platform.machine(),
         "cuda_available": cuda,
         "stages": {name: {k: r.get(k) for k in ("status", "seconds")} for name, r in records.items()},
-        "inputs": used_inputs(config, records),
+        "inputs": used_inputs(plan, records),
         "outputs": output_files(config.run),
     }
     path = config.run / MANIFEST_FILE

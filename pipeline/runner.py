@@ -27,14 +27,14 @@ from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import StudyConfig
 from darling.evals.study import study
-from darling.pipeline.commands_sh import LOGS, PRELUDE, StageCommands, write_commands, write_inputs
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
-from darling.pipeline.stage_commands import COMPARE, COMPARE_TRAIN
-from darling.pipeline.stages import STAGE, STAGE_NAMES, stage_commands
-from darling.pipeline.summaries import plan_notes
+from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs
+from darling.pipeline.stage import Plan
+from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
+from darling.pipeline.stages.compare import study_folders
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -131,7 +131,7 @@ def stop_signals_altered() -> bool:
     return ignored or bool(STOP_SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, []))
 
 
-def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: Callable[[str], None]) -> None:
+def run_block(config: PipelineConfig, stage: Block, attempt: int, log: Callable[[str], None]) -> None:
     """Run the stage's block (after the script's prelude) with bash in RUN; its output goes to ``log`` and to
     ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log."""
     log_path = config.run / LOGS / f"{stage.name}.log"
@@ -160,9 +160,10 @@ def run_block(config: PipelineConfig, stage: StageCommands, attempt: int, log: C
 
 
 def _write_only(
-    config: PipelineConfig, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
+    plan: Plan, commands: Path, result: dict[str, Any], argv: list[str] | None, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """A dry run, or a GPU chain on a machine without CUDA: commands.sh and the manifest, no stage runs."""
+    config = plan.config
     if config.dry_run or config.launcher != "local":
         status = "dry-run"
         log(f"dry run: wrote {commands} (nothing was run)")
@@ -174,7 +175,7 @@ def _write_only(
         )
     log(commands.read_text())
     records = StageBook(config.run).records  # stages an earlier run finished, if any
-    result.update(status=status, stages=records, manifest=write_manifest(config, records, argv, status))
+    result.update(status=status, stages=records, manifest=write_manifest(plan, records, argv, status))
     return result
 
 
@@ -202,20 +203,18 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     statuses = {r["status"] for r in results.values()}
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
-    studies = {"study": COMPARE, **({"study-train": COMPARE_TRAIN} if config.evaluate_training_prompts else {})}
+    studies = study_folders(config.evaluate_training_prompts)
     for folder, compared in studies.items():
         compare = [f"{seed}={config.run / f'seed-{seed}' / compared}" for seed in config.seeds]
         result = study(StudyConfig(compare=compare, output=config.run / folder, seed=config.seed))
         for metric, figures in result["metrics"].items():
             lo, hi = figures["pooled"]["interval"]
             log(f"{folder}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-    report = config.run / "study" / "study.md"
+    report = config.run / next(iter(studies)) / "study.md"
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 
 
-def run_stage(
-    config: PipelineConfig, stage: StageCommands, book: StageBook, counter: str, log: Callable[[str], None]
-) -> None:
+def run_stage(plan: Plan, stage: Block, book: StageBook, counter: str, log: Callable[[str], None]) -> None:
     """One stage's block, recorded in ``book`` (done, failed or interrupted, with its time); skipped when an
     earlier run finished it. A failure writes the report of what ran and propagates: a rerun resumes there."""
     name = stage.name
@@ -226,12 +225,12 @@ def run_stage(
     book.start(name)
     start = time.perf_counter()
     try:
-        run_block(config, stage, book.records[name]["attempts"], log)
-        summary = STAGE[name].summary(config)
+        run_block(plan.config, stage, book.records[name]["attempts"], log)
+        summary = STAGE[name].summary(plan)
     except BaseException as exc:
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         book.finish(name, status, time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
-        write_report(config, book.records)
+        write_report(plan, book.records)
         log(f"{counter} {name}: {status} after {time.perf_counter() - start:.1f} s; rerun the same command to resume")
         raise
     seconds = time.perf_counter() - start
@@ -250,9 +249,10 @@ def run_pipeline(
     log = log or (lambda line: print(line, flush=True))
     if config.seeds:
         return run_seeds(config, log, argv)
-    stages = stage_commands(config)  # builds, and so checks, every command's settings before anything is written
+    plan = Plan(config)
+    stages = blocks(plan)  # builds, and so checks, every command's settings before anything is written
     check_identity(config)
-    write_inputs(config)
+    write_inputs(input_files(plan))
     commands = write_commands(config, stages)
     result: dict[str, Any] = {"run": config.run, "commands": commands, "report": None}
     if config.launcher == "slurm":
@@ -264,15 +264,15 @@ def run_pipeline(
         log(f"ray: wrote {job}; submit the chain to your cluster with `bash {job}` (nothing was run here)")
         result["ray"] = job
     if config.dry_run or config.launcher != "local" or (config.requires_cuda and not cuda_available()):
-        return _write_only(config, commands, result, argv, log)
+        return _write_only(plan, commands, result, argv, log)
     book = StageBook(config.run)
-    for note in plan_notes(config):  # what the chain does by design, said before it starts
+    for note in plan_notes(plan):  # what the chain does by design, said before it starts
         log(f"note: {note}")
     for i, stage in enumerate(stages, 1):
-        run_stage(config, stage, book, f"[{i}/{len(stages)}]", log)
-    report = write_report(config, book.records)
+        run_stage(plan, stage, book, f"[{i}/{len(stages)}]", log)
+    report = write_report(plan, book.records)
     log("manifest: hashing every file under the run folder")
-    manifest = write_manifest(config, book.records, argv, "done")
+    manifest = write_manifest(plan, book.records, argv, "done")
     total_seconds = sum(r.get("seconds") or 0 for r in book.records.values())
     log(f"pipeline done: {total_seconds:.1f} s of stages -> {report}")
     result.update(status="done", stages=book.records, report=report, manifest=manifest)

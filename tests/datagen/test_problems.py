@@ -86,9 +86,10 @@ def test_packaged_sets_by_name_alias_and_licence():
 def test_the_pipeline_manifest_records_a_packaged_set_as_a_file(tmp_path):
     from darling.pipeline import build_config
     from darling.pipeline.report import used_inputs
+    from darling.pipeline.stage import Plan
 
     config = build_config("cpu", tmp_path / "run", **{"eval_math.problems": ["aime24", "arithmetic"]})
-    problems = [e for e in used_inputs(config, {}) if e["role"] == "problems"]
+    problems = [e for e in used_inputs(Plan(config), {}) if e["role"] == "problems"]
     packaged = packaged_problem_file("aime24")
     assert packaged is not None and packaged.name == "aime24.jsonl.gz" and packaged_problem_file("nope") is None
     assert (problems[0]["name"], problems[0]["path"]) == ("aime24", str(packaged))

@@ -17,8 +17,9 @@ from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
 from darling.pipeline import build_config
-from darling.pipeline.commands_sh import render_script
-from darling.pipeline.stages import STAGE_NAMES, stage_commands
+from darling.pipeline.script import render_script
+from darling.pipeline.stage import Plan
+from darling.pipeline.stages import STAGE_NAMES, blocks
 
 
 # -- fast: settings, commands.sh, the runner -----------------------------------------------------------------------
@@ -52,18 +53,18 @@ def test_stage_tables_presets_and_identity(tmp_path):
     ]:
         with pytest.raises(UserInputError, match=re.escape(message)):
             config = build_config("cpu", tmp_path, **bad)
-            stage_commands(config)  # a command's own rules are checked when its line is built
+            blocks(Plan(config))  # a command's own rules are checked when its line is built
     with pytest.raises(UserInputError, match="unknown preset"):
         build_config("gpu", tmp_path)
     with pytest.raises(UserInputError, match=re.escape("multi-cpu launches CPU processes: set [rl] use_cpu = true")):
-        stage_commands(build_config("paper-tiny", tmp_path, **{"rl.use_cpu": "false"}))
+        blocks(Plan(build_config("paper-tiny", tmp_path, **{"rl.use_cpu": "false"})))
     # TRL's own vLLM server (vllm_mode = server) never gets a classifier replica's port, and runs on its own GPUs.
     server = {"rl.vllm_mode": "server", "rl.vllm_server_port": 8101, "rl_gpus": "0,1,2,3", "trl_vllm_gpus": "4,5"}
     with pytest.raises(UserInputError, match=re.escape("vllm_server_port 8101 is a classifier replica's port")):
         build_config("paper", tmp_path, **server)
     script = "\n".join(
         line
-        for s in stage_commands(build_config("paper", tmp_path, **{**server, "rl.vllm_server_port": 8000}))
+        for s in blocks(Plan(build_config("paper", tmp_path, **{**server, "rl.vllm_server_port": 8000})))
         for line in s.lines
     )
     assert "CUDA_VISIBLE_DEVICES=4,5 trl vllm-serve --model Qwen/Qwen3-4B-Base --host 127.0.0.1 --port 8000" in script
@@ -107,11 +108,11 @@ def test_every_command_in_commands_sh_parses_to_its_steps_config(tmp_path, prese
     parameters) of its step; its launcher is the step's. The runner runs these very lines."""
     from darling.cli.main import app
     from darling.cli.options import parse_argv
-    from darling.pipeline.stage_commands import run_relative
+    from darling.pipeline.steps import run_relative
 
     bench = {"eval_creative.bench_dir": str(tmp_path / "bench")} if preset == "chat-tiny" else {}
     config = build_config(preset, tmp_path / "run", **bench)
-    stages = stage_commands(config)
+    stages = blocks(Plan(config))
     for stage in stages:
         lines = darling_commands("\n".join(stage.lines), config.run)
         assert len(lines) == len(stage.steps), stage.name
@@ -127,11 +128,11 @@ def test_every_command_in_commands_sh_parses_to_its_steps_config(tmp_path, prese
 def structure(preset: str, run: Path) -> list[tuple[str, list[tuple[str, ...]]]]:
     """Per stage, per command: the launcher's program and flags, the command's words and the option names it sets
     (values dropped): what paper-tiny must share with paper."""
-    from darling.pipeline.stage_commands import run_relative
+    from darling.pipeline.steps import run_relative
 
     config = build_config(preset, run)
     out = []
-    for stage in stage_commands(config):
+    for stage in blocks(Plan(config)):
         shape = []
         for step in stage.steps:
             words = [run_relative(w, config.run) for w in step.launcher]
@@ -280,14 +281,14 @@ def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path
     (the later stages untouched) and the rerun resumes at that stage. Blocks stand in for the real commands here
     (shell lines), the runner around them is the real one."""
     from darling.pipeline import runner, stages
-    from darling.pipeline.commands_sh import StageCommands
+    from darling.pipeline.script import Block
 
     failing = {"rl"}
 
     def block(name):
         def stand_in(config):
             line = "echo boom; exit 3" if name in failing else f'mkdir -p "$RUN/{name}" && pwd > "$RUN/{name}/cwd.txt"'
-            return StageCommands(name, "stand-in", [f"# {name}", line])
+            return Block(name, "stand-in", [f"# {name}", line])
 
         return stand_in
 
@@ -345,7 +346,7 @@ def ends_soon(pid_file: Path, timeout: float = 10) -> bool:
 
 
 def run_side_by_side(tmp_path: Path, *steps: StandIn, **popen) -> subprocess.Popen:
-    from darling.pipeline.commands_sh import PRELUDE, side_by_side
+    from darling.pipeline.script import PRELUDE, side_by_side
 
     script = "\n".join([*PRELUDE, *side_by_side(list(steps), tmp_path, jobs=2)])
     env = {"RUN": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -391,12 +392,12 @@ if sys.argv[3] != "terminal":
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/../support"]
 from test_pipeline_commands import StandIn
 from darling.pipeline import build_config
-from darling.pipeline.commands_sh import StageCommands, side_by_side
+from darling.pipeline.script import Block, side_by_side
 from darling.pipeline.runner import run_block
 config = build_config("cpu", Path(sys.argv[2]) / "run")
 steps = [StandIn(n, f"sh -c 'echo $$ > {sys.argv[2]}/{n}.pid; exec sleep 30'") for n in "ab"]
 try:
-    run_block(config, StageCommands("rl", "stand-in", side_by_side(steps, config.run, jobs=2)), 1, lambda line: None)
+    run_block(config, Block("rl", "stand-in", side_by_side(steps, config.run, jobs=2)), 1, lambda line: None)
 except BaseException as exc:
     print(type(exc).__name__, exc, flush=True)
 """
@@ -438,7 +439,7 @@ def test_side_by_side_commands_that_end_together_never_fail_their_block(tmp_path
     from darling.pipeline.runner import StageFailed, run_block
 
     config = build_config("cpu", tmp_path / "run")
-    stages = {s.name: s for s in stage_commands(config)}
+    stages = {s.name: s for s in blocks(Plan(config))}
     failures = []
     for name, runs in [("rl", 30), ("eval-novelty", 10)]:
         stage = stages[name]
@@ -487,7 +488,7 @@ def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
     )
     assert result.returncode == 0 and f"bash {run / SLURM_DIR / SUBMIT}" in result.stdout, result.stderr
     config = build_config("paper", run, launcher="slurm", nodes=2, gpus_per_node=8)
-    stages = stage_commands(config)
+    stages = blocks(Plan(config))
     submit = (run / SLURM_DIR / SUBMIT).read_text()
     jobs = re.findall(r"sbatch --parsable(?: --dependency=\"afterok:\$prev\")? (\S+)\)", submit)
     assert jobs == [f"{i:02d}-{s.name}.sbatch" for i, s in enumerate(stages, 1)]
@@ -535,11 +536,11 @@ def test_ray_launcher_generates_on_the_cluster_and_writes_a_ray_job(tmp_path):
     assert subprocess.run(["bash", "-n"], input=submit, text=True).returncode == 0
     config = build_config("paper", run, launcher="ray")
     generating = {"datagen", "labels", "eval-math", "eval-novelty"}
-    for stage in stage_commands(config):
+    for stage in blocks(Plan(config)):
         for (_, words), step in zip(darling_commands("\n".join(stage.lines), run), stage.steps, strict=True):
             parsed, _ = parse_argv(app, words)
             assert parsed == step.config
             on_ray = getattr(parsed, "engine", None) == "ray" and parsed.ray_address == "auto"
             assert on_ray == (stage.name in generating and step.words[0] != "serve-reward-model"), (stage.name, words)
     local = build_config("paper", tmp_path / "local")
-    assert all(getattr(s.config, "engine", "vllm") != "ray" for stage in stage_commands(local) for s in stage.steps)
+    assert all(getattr(s.config, "engine", "vllm") != "ray" for stage in blocks(Plan(local)) for s in stage.steps)

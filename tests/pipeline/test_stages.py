@@ -7,7 +7,8 @@ from darling.pipeline import build_config
 from darling.pipeline.config import SECTIONS
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
-from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, stage_commands
+from darling.pipeline.stage import Plan
+from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, blocks
 
 
 def test_every_stage_has_one_name_and_its_table():
@@ -21,20 +22,20 @@ def test_every_stage_has_one_name_and_its_table():
 )
 def test_blocks_records_and_report_sections_follow_the_registry(tmp_path, preset, skipped):
     config = build_config(preset, tmp_path / "run")
-    names = [s.name for s in active_stages(config)]
+    names = [s.name for s in active_stages(Plan(config))]
     assert names == [n for n in STAGE_NAMES if n not in skipped]
-    assert [block.name for block in stage_commands(config)] == names
+    assert [block.name for block in blocks(Plan(config))] == names
     records = {name: {"status": "done", "seconds": 1.0} for name in names}  # done, no summary: headers only
-    report = render_report(config, records)
+    report = render_report(Plan(config), records)
     assert [line.split(". ", 1)[0] for line in report.splitlines() if line.startswith("## ")] == [
         f"## {i}" for i in range(1, len(names) + 1)
     ]
-    for stage in active_stages(config):
+    for stage in active_stages(Plan(config)):
         assert f"## {names.index(stage.name) + 1}. {stage.title}" in report
 
 
 def test_slurm_jobs_take_their_placement_from_the_registry(tmp_path):
     config = build_config("paper", tmp_path / "run", nodes="2", gpus_per_node="8", launcher="slurm")
-    jobs = {block.name: stage_job(i, block, config) for i, block in enumerate(stage_commands(config), 1)}
+    jobs = {block.name: stage_job(i, block, config) for i, block in enumerate(blocks(Plan(config)), 1)}
     assert {n for n, job in jobs.items() if job.nodes == 2} == {"classifier", "rl"}
     assert {n for n, job in jobs.items() if job.gpus_per_node == 0} == {"pairs", "compare"}

@@ -4,7 +4,7 @@ point to: a new study that changes one and not the other fails here."""
 import re
 from pathlib import Path
 
-from darling.pipeline.report_sections import one_seed_sentence
+from darling.pipeline.stages.compare import one_seed_sentence
 from darling.pipeline.studies import STUDIES
 
 DOC = Path(__file__).parents[2] / "docs" / "measurements.md"

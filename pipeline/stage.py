@@ -1,0 +1,97 @@
+"""A stage's record and a run's plan.
+
+A ``Stage`` holds everything the pipeline does per stage: its name (its folder under RUN, its block in
+``commands.sh``, its record in ``stages.json``, its table in a preset with ``-`` as ``_``), whether a config runs
+it, how its block of commands is built, what its summary reads, how its section of ``report.md`` renders it, the
+input files it writes and where a cluster launcher places it. Each stage is defined in its own room,
+``pipeline/stages/<stage>.py``, with its steps, block, summary and section; ``pipeline/stages/__init__.py`` lists them
+in order.
+
+A ``Plan`` is one run's steps, each built once: the blocks of ``commands.sh``, the summaries, the report, the SLURM
+and Ray launchers and the checks all read their commands' settings from it, never rebuilding a config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from darling.pipeline.config import PipelineConfig
+
+if TYPE_CHECKING:
+    from darling.pipeline.script import Block
+
+Records = dict[str, dict[str, Any]]
+# Where a cluster launcher runs a stage: on CPU only (math-verify, tables), on one node's devices, or on every node
+# (the training stages: torchrun / accelerate across nodes).
+Placement = Literal["cpu", "node", "nodes"]
+T = TypeVar("T")
+
+
+class Plan:
+    """One run's steps, each built the first time something asks for it and kept: a command's config is made (and
+    so checked) once per run, however many blocks, summaries and checks read it."""
+
+    def __init__(self, config: PipelineConfig):
+        self.config = config
+        self._built: dict[tuple[Any, ...], Any] = {}
+
+    @property
+    def run(self) -> Path:
+        return self.config.run
+
+    def once(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
+
+
+def _always(plan: Plan) -> bool:
+    return True
+
+
+def _no_note(records: Records) -> list[str]:
+    return []
+
+
+def _no_inputs(plan: Plan) -> dict[Path, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str  # of its report section, numbered there within the chain that runs
+    block: Callable[[Plan], Block]
+    summary: Callable[[Plan], dict[str, Any]]
+    section: Callable[[dict[str, Any]], list[str]]
+    links: tuple[tuple[str, str], ...] = ()  # (text, path under RUN) shown under the section's title
+    placement: Placement = "node"
+    runs: Callable[[Plan], bool] = _always
+    note: Callable[[Records], list[str]] = _no_note  # a line citing another stage's figures, after the section
+    inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
+
+    @property
+    def table(self) -> str:
+        """Its table in a preset and in ``--set TABLE.KEY=VALUE``."""
+        return self.name.replace("-", "_")
+
+    def folder(self, run: Path) -> Path:
+        """Its folder under RUN."""
+        return run / self.name
+
+    def render(self, summary: dict[str, Any], records: Records) -> list[str]:
+        return [*self.section(summary), *self.note(records)]
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def prompts_link(prompts: str) -> str:
+    """A prompt set as the report names it: a link to its copy in RUN/inputs, else its name."""
+    path = Path(prompts)
+    return f"[`{path.name}`](inputs/{path.name})" if path.parent.name == "inputs" else f"`{prompts}`"

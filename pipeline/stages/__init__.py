@@ -1,0 +1,80 @@
+"""The chain's stages, in order, one room each: ``datagen.py`` (rollouts, pairs, labels), ``classifier.py``,
+``rl.py``, ``eval_math.py``, ``eval_novelty.py``, ``eval_creative.py``, ``compare.py``. A room holds its stage's
+steps, block, summary, report section and ``Stage`` record (``pipeline/stage.py``), and names its own folders;
+``commands.sh``, the runner, the report and the SLURM and Ray launchers read everything from ``STAGES`` and a run's
+``Plan``. Adding a stage is one room and one line below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
+from darling.pipeline.resources import INPUT_FILES
+from darling.pipeline.script import Block
+from darling.pipeline.stage import Plan, Stage
+from darling.pipeline.stages.classifier import CLASSIFIER, training_pairs_step
+from darling.pipeline.stages.compare import COMPARE
+from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS, labels_step
+from darling.pipeline.stages.eval_creative import EVAL_CREATIVE
+from darling.pipeline.stages.eval_math import EVAL_MATH
+from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
+from darling.pipeline.stages.rl import GRPO_RUN, RL
+from darling.pipeline.steps import input_path
+
+STAGES: tuple[Stage, ...] = (DATAGEN, PAIRS, LABELS, CLASSIFIER, RL, EVAL_MATH, EVAL_NOVELTY, EVAL_CREATIVE, COMPARE)
+STAGE = {stage.name: stage for stage in STAGES}
+STAGE_NAMES = tuple(STAGE)
+
+
+def active_stages(plan: Plan) -> list[Stage]:
+    """The stages this run's chain runs, in order."""
+    return [stage for stage in STAGES if stage.runs(plan)]
+
+
+def blocks(plan: Plan) -> list[Block]:
+    """Every block of the chain, in order: building them also builds, and so checks, every command's config."""
+    return plan.once(("blocks",), lambda: [stage.block(plan) for stage in active_stages(plan)])
+
+
+def input_files(plan: Plan) -> dict[Path, str]:
+    """Every file the commands read from RUN/inputs, with its contents: the shipped files a table names
+    (``inputs:NAME``), then what each stage writes for its commands."""
+    c = plan.config
+    files: dict[Path, str] = {}
+    for name in SECTIONS:
+        for value in getattr(c, name).values():
+            if isinstance(value, str) and value.startswith(INPUTS_PREFIX):
+                shipped = value.removeprefix(INPUTS_PREFIX)
+                files[input_path(c, shipped)] = INPUT_FILES[shipped]
+    for stage in active_stages(plan):
+        files.update(stage.inputs(plan))
+    return files
+
+
+def plan_notes(plan: Plan) -> list[str]:
+    """What the chain does by design that a reader could mistake for a rescue, said before it starts."""
+    config: PipelineConfig = plan.config
+    notes = []
+    if config.classifier_from == "import":
+        source = config.import_classifier["source"]
+        notes.append(f"the classifier is {source}, imported, not trained: no training pairs are used")
+    elif config.rollouts_from == "none":
+        data = training_pairs_step(plan).config
+        notes.append(
+            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs: the chat track has "
+            "no rollouts or judge"
+        )
+    elif (data := training_pairs_step(plan).config).source == "human":
+        judge = labels_step(plan).config.judge_model
+        notes.append(
+            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs by design: "
+            f"{judge} cannot tell solution strategies apart (as a judge it calls nearly every pair 'same strategy'); "
+            "the judge stage still runs and its verdicts are reported, not trained on"
+        )
+    if config.grpo_baseline:
+        notes.append(
+            f"{RL.name}/ (DARLING) and {GRPO_RUN}/ (GRPO: quality only) train with the same settings and seeds, and "
+            f"are compared with the base policy on {held_out_settings(plan).prompts}"
+        )
+    return notes

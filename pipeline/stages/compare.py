@@ -1,0 +1,131 @@
+"""Stage 9, DARLING against GRPO and the base policy (``compare/``; with ``evaluate_training_prompts`` also
+``compare-train/``): ``eval compare`` recomputes every figure from the evaluations' saved generations and the
+training logs. Over seeds, ``eval study`` pools these folders (``study_folders``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from darling.evals.compare_report import math_lines, novelty_lines, term_lines
+from darling.evals.config import EVAL_QUALITY, CompareConfig
+from darling.pipeline.script import Block
+from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
+from darling.pipeline.stages.eval_math import EVAL_MATH
+from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, NOVELTY_TRAIN, held_out_settings
+from darling.pipeline.stages.rl import BASE, DARLING, GRPO, rl_step, run_folders, training_prompts
+from darling.pipeline.steps import Step, shown, table_values
+from darling.pipeline.studies import STUDIES
+
+COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
+
+
+def study_folders(evaluate_training_prompts: bool) -> dict[str, str]:
+    """``pipeline --seeds``: each study's folder under RUN, and the comparison folder of every seed it pools."""
+    return {"study": COMPARE.name, **({"study-train": COMPARE_TRAIN} if evaluate_training_prompts else {})}
+
+
+def compare_steps(plan: Plan) -> list[Step]:
+    """``compare/`` (held-out prompts, with math) and, with ``evaluate_training_prompts``, ``compare-train/``."""
+    train = [True] if plan.config.evaluate_training_prompts else []
+    return plan.once(("compare",), lambda: [_compare_step(plan, t) for t in [False, *train]])
+
+
+def _compare_step(plan: Plan, train: bool) -> Step:
+    """DARLING against GRPO (with grpo_baseline) and the base policy, from the evaluations' generations and the
+    training logs; ``train``: on the RL prompts' evaluations (no math). Its quality is the RL runs' own where that
+    is an open-ended one (naming prompts), else eval novelty's."""
+    c = plan.config
+    rl = rl_step(plan).config
+    names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
+    runs = run_folders(plan)
+    quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
+    folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE.name, EVAL_NOVELTY.name)
+    with_math = c.evaluate_math and not train
+    wired = {
+        "output": c.run / folder,
+        "novelty": [f"{n}={c.run / novelty / n}" for n in names],
+        "math": [f"{n}={EVAL_MATH.folder(c.run) / n}" for n in names] if with_math else [],
+        "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
+        "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
+        "seed": c.seed,
+    }
+    defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}
+    config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
+    return Step(folder, ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
+
+
+def compare_block(plan: Plan) -> Block:
+    steps = compare_steps(plan)
+    where = "CPU, seconds: from the saved generations and training logs"
+    return Block(COMPARE.name, where, [step.line(plan.run) for step in steps], steps)
+
+
+def compare_summary(plan: Plan) -> dict[str, Any]:
+    """``compare/compare.json`` (held-out prompts) and, under ``train``, ``compare-train/``'s (the RL prompts)."""
+    c = plan.config
+    s = read_json(COMPARE.folder(c.run) / "compare.json")
+    novelty = held_out_settings(plan)
+    summary = {**s, "prompt_set": novelty.prompts, "k": novelty.k, "temperature": novelty.temperature}
+    if c.evaluate_training_prompts:
+        train = read_json(c.run / COMPARE_TRAIN / "compare.json")
+        summary["train"] = {**train["novelty"], "prompt_set": training_prompts(plan)["prompts"]}
+    return summary
+
+
+def one_seed_sentence() -> str:
+    """What one seed's held-out interval cannot say, with the multi-seed studies that can (pipeline/studies.py)."""
+    studies = "; ".join(study.sentence() for study in STUDIES)
+    return (
+        "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
+        f"Measured over seeds: {studies}. Run `darling pipeline --seeds` for a pooled interval."
+    )
+
+
+def compare_section(s: dict[str, Any]) -> list[str]:
+    """DARLING against GRPO and the base policy: the same policy, prompts, seeds and steps; only the reward differs."""
+
+    lines = [
+        "DARLING (`rl/`) and GRPO (`rl-grpo/`) trained with the same policy, prompts, seeds, sampling and steps; "
+        "only the reward differs. All three policies answer the same prompts with the same sampling seeds; every "
+        "figure is recomputed from the saved generations by `darling eval compare`.",
+        "",
+    ]
+    lines += term_lines(s.get("term", {}))  # first: a comparison whose term did not act cannot show its effect
+    sampling = f"k = {s['k']} responses each at temperature {s['temperature']}"
+    strict = s.get("strict_length", False)
+    if "train" in s:
+        lines += [
+            f"**On the prompts the RL runs trained on** ({prompts_link(str(s['train']['prompt_set']))}, {sampling}): "
+            "what DARLING's reward targets, and where one seed can show its mechanism.",
+            "",
+            *novelty_lines(s["train"], s["quality"], s["max_words"], strict),
+        ]
+    if "novelty" in s:
+        lines += [
+            f"**On held-out prompts** ({prompts_link(str(s['prompt_set']))}, {sampling}): whether the effect "
+            "carries to prompts neither run saw.",
+            "",
+            *novelty_lines(s["novelty"], s["quality"], s["max_words"], strict),
+            one_seed_sentence(),
+            "",
+        ]
+    if "math" in s:
+        lines += ["**Math** (eval math's samples):", "", *math_lines(s["math"])]
+    if "curves" in s:
+        lines += [
+            "Training curves (both runs, every optimiser step; distinct by the classifier in both):",
+            "",
+            "![training curves](compare/curves.png)",
+            "",
+        ]
+    return [*lines, "Figures: [`compare/compare.json`](compare/compare.json).", ""]
+
+
+COMPARE = Stage(
+    "compare",
+    "DARLING against GRPO and the base policy",
+    compare_block,
+    compare_summary,
+    compare_section,
+    placement="cpu",
+)

@@ -1,0 +1,141 @@
+"""Stage 6, math before and after RL (``eval-math/<policy>/``): pass@k of each policy, prompted as RL trained it,
+every policy under the same model name so all draw the same sampling seeds (a paired comparison)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from darling.core.numbers import pct
+from darling.evals.config import MathEvalConfig
+from darling.pipeline.script import Block, engine_where, json_text, side_by_side
+from darling.pipeline.stage import Plan, Records, Stage, read_json
+from darling.pipeline.stages.rl import RL, policies, rl_step
+from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
+
+# eval math names the model this in every folder: per-request seeds derive from the name, so all policies draw the
+# same seeds and their comparison is paired (identical weights would give identical samples).
+EVAL_NAME = "policy"
+
+
+def generators_file(name: str) -> str:
+    """RUN/inputs/: the one generator eval math runs for policy ``name``."""
+    return f"eval-math-{name}.json"
+
+
+def eval_math_steps(plan: Plan) -> list[Step]:
+    return plan.once(("eval-math",), lambda: [_eval_math_step(plan, name) for name in policies(plan)])
+
+
+def _eval_math_step(plan: Plan, name: str) -> Step:
+    c = plan.config
+    wired = {
+        "output": EVAL_MATH.folder(c.run) / name,
+        "generators": input_path(c, generators_file(name)),
+        "seed": c.seed,
+        **threads(c, MathEvalConfig),
+    }
+    config = stage_config(c, "eval_math", MathEvalConfig, **wired)
+    return Step(f"eval-math-{name}", ("eval", "math"), config, explicit=shown(c, wired, "eval_math"))
+
+
+def eval_math_block(plan: Plan) -> Block:
+    c = plan.config
+    models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in policies(plan).items())
+    steps = eval_math_steps(plan)
+    lines = [
+        f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
+        *side_by_side(steps, c.run, c.jobs),
+    ]
+    return Block(EVAL_MATH.name, engine_where(steps[0].config, "pass@k"), lines, steps)
+
+
+def eval_generator(plan: Plan, model: str) -> dict:
+    """One eval-math generator, prompted as the policy was trained (the rl template, no system prompt)."""
+    template = rl_step(plan).config.user_template
+    return {"name": EVAL_NAME, "model": model, "system_prompt": None, "user_template": template}
+
+
+def eval_math_inputs(plan: Plan) -> dict[Path, str]:
+    return {
+        input_path(plan.config, generators_file(name)): json_text({"generators": [eval_generator(plan, model)]})
+        for name, model in policies(plan).items()
+    }
+
+
+def eval_math_summary(plan: Plan) -> dict[str, Any]:
+    models, datasets, ks = {}, [], set()
+    steps = eval_math_steps(plan)
+    for name, step in zip(policies(plan), steps, strict=True):
+        metrics = read_json(Path(step.config.output) / "metrics.json")
+        m = metrics["models"][EVAL_NAME]
+        models[name] = {"n": m["n"], "problems": m["mean"]["problems"], "pass@k": m["mean"]["pass@k"]}
+        datasets = metrics["datasets"]
+        ks |= set(metrics["ks"])
+    config = steps[0].config
+    return {
+        "datasets": datasets,
+        "ks": sorted(ks),
+        "models": models,
+        "model_paths": policies(plan),
+        "n": config.n,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "engine": config.engine,
+        "paired_seeds": True,
+    }
+
+
+def eval_math_section(s: dict[str, Any]) -> list[str]:
+    ks = s["ks"]
+    lines = [
+        f"{', '.join(s['datasets'])}: n = {s['n']} samples per problem at temperature {s['temperature']}, "
+        f"≤ {s['max_tokens']} tokens, graded by math-verify; unbiased pass@k in % (mean over datasets).",
+        "",
+        "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " | report |",
+        "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |",
+    ]
+    folder = EVAL_MATH.name
+    for name, m in s["models"].items():
+        cells = " | ".join(pct(m["pass@k"].get(str(k))) for k in ks)
+        lines.append(
+            f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
+            f"[report]({folder}/{name}/report.md) · [metrics]({folder}/{name}/metrics.json) |"
+        )
+    return [
+        *lines,
+        "",
+        "Paired comparison: both models draw the same sampling seeds (each is evaluated in its own "
+        "folder under the same model name), so identical weights would give identical samples.",
+        "",
+    ]
+
+
+def policy_note(records: Records) -> list[str]:
+    """How far RL moved the DARLING policy (from RL's record): a zero change means the rows above are one model."""
+    runs = (records.get(RL.name, {}).get("summary") or {}).get("runs") or {}
+    change = (runs.get("darling") or {}).get("max_weight_change")
+    if change is None:
+        return []
+    if change == 0:
+        return [
+            "**RL left the weights unchanged (section 5): both rows evaluate the same model, so their "
+            "difference is sampling noise only.**",
+            "",
+        ]
+    return [
+        f"The DARLING policy differs from the policy it started from by at most {change:.2e} per weight (section 5).",
+        "",
+    ]
+
+
+EVAL_MATH = Stage(
+    "eval-math",
+    "Math before/after RL: pass@k",
+    eval_math_block,
+    eval_math_summary,
+    eval_math_section,
+    runs=lambda plan: plan.config.evaluate_math,
+    note=policy_note,
+    inputs=eval_math_inputs,
+)
