@@ -2,10 +2,10 @@
 
 datagen (rollouts) -> pairs -> judge labels -> classifier (training pairs; train, calibrate, export) -> RL
 (DARLING and its GRPO baseline) -> eval math (pass@k) -> eval novelty -> eval creative (when asked) -> compare
-(``pipeline/stages.py``'s ``STAGES``, in this order).
+(``pipeline/stages/``, one room per stage, ``STAGES`` in this order).
 
 Every stage runs as its ``darling`` commands in their own processes, launched as ``RUN/commands.sh`` launches them
-(``pipeline/commands_sh.py`` writes the script, ``pipeline/runner.py`` runs its blocks as written), on CPU and GPU
+(``pipeline/script.py`` writes the script, ``pipeline/runner.py`` runs its blocks as written), on CPU and GPU
 alike; each stage's settings are a table of the config (``pipeline/config.py``).
 
 ```python

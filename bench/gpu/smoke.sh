@@ -315,7 +315,7 @@ step_rl() {
 }
 
 step_rl_accelerate() {
-    # How the paper pipeline launches rl-train (pipeline/stage_commands.py rl_step): accelerate launch with the
+    # How the paper pipeline launches rl-train (pipeline/stages/rl.py rl_step): accelerate launch with the
     # pipeline's own accelerate config (pipeline/resources.py; multi-gpu = DDP, the paper's deepspeed-zero3 needs
     # DeepSpeed, not installed there), here with 1 process. Quality from the tiny random reward model (in process,
     # on this rank's device) instead of math-verify: the tiny policy never solves a problem, so with math quality

@@ -1,4 +1,4 @@
-"""The stage registry (``pipeline/stages.py``): each stage defined once, and the chain's blocks, records, report
+"""The stage registry (``pipeline/stages/``): each stage defined once, and the chain's blocks, records, report
 sections and SLURM jobs derived from it."""
 
 import pytest
@@ -39,3 +39,22 @@ def test_slurm_jobs_take_their_placement_from_the_registry(tmp_path):
     jobs = {block.name: stage_job(i, block, config) for i, block in enumerate(blocks(Plan(config)), 1)}
     assert {n for n, job in jobs.items() if job.nodes == 2} == {"classifier", "rl"}
     assert {n for n, job in jobs.items() if job.gpus_per_node == 0} == {"pairs", "compare"}
+
+
+def test_a_runs_plan_builds_each_commands_config_once(tmp_path, monkeypatch):
+    """Every block, the input files and the notes read one Plan: each command's config is made (and checked) once,
+    however many stages read it (the policies' names, the RL prompts, the eval-math template all come from rl)."""
+    import collections
+
+    from darling.core.config import CommandConfig
+    from darling.pipeline.stages import input_files, plan_notes
+
+    made: collections.Counter[str] = collections.Counter()
+    check = CommandConfig.validate
+    monkeypatch.setattr(CommandConfig, "validate", lambda self: made.update([type(self).__name__]) or check(self))
+    plan = Plan(build_config("cpu", tmp_path / "run"))
+    made.clear()  # the pipeline's own config
+    steps = [step for block in blocks(plan) for step in block.steps]
+    input_files(plan), plan_notes(plan), blocks(plan)
+    assert made == collections.Counter(type(step.config).__name__ for step in steps)
+    assert made["RLTrainConfig"] == 3  # the warm-up, DARLING and GRPO
