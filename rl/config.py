@@ -11,7 +11,7 @@ after the command's own; a key the command already has a field for is refused, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -307,7 +307,7 @@ class RLTrainConfig(CommandConfig):
         if self.max_words < 1:
             raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
         try:
-            self.darling().check_learning_signal()  # the reward's own checks, the verl entry point's too
+            self.reward().check_learning_signal()  # the reward's own checks, the verl entry point's too
         except ValueError as error:
             raise UserInputError(str(error)) from None
         unknown = sorted(set(self.report_to) - set(REPORT_TO))
@@ -339,14 +339,17 @@ class RLTrainConfig(CommandConfig):
                 f"--engine verl: loss_type must be one of {', '.join(VERL_LOSS_AGG)} and scale_rewards none or group"
             )
 
-    def darling(self) -> DarlingConfig:
-        """The reward's settings (Eq. 4-5); the GRPO baseline combines nothing: quality only."""
-        combine = self.combine if self.diversity else "quality"
-        return DarlingConfig(combine=combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
-
     def darling_term(self) -> DarlingConfig:
-        """The DARLING reward these settings describe, applied or not (the GRPO baseline measures what it would do)."""
-        return DarlingConfig(combine=self.combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
+        """The DARLING reward these settings describe (Eq. 4-5), applied or not (the GRPO baseline measures what it
+        would do): ``DarlingConfig``'s fields, read from the fields of the same names, so a reward setting is
+        declared there and here only (a flag), and reaches TRL and verl alike."""
+        return DarlingConfig(**{f.name: getattr(self, f.name) for f in fields(DarlingConfig)})
+
+    def reward(self) -> DarlingConfig:
+        """The reward this run trains with: the DARLING term, or for the GRPO baseline (``diversity`` off) quality
+        only."""
+        term = self.darling_term()
+        return term if self.diversity else replace(term, combine="quality")
 
 
 def trl_fields() -> dict[str, str]:

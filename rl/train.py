@@ -162,7 +162,7 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
     reward = DarlingRewardFunction(
         config.num_generations,
         build_scorer(config, export),
-        config.darling(),
+        config.reward(),
         build_quality(config),
         scale=config.scale_rewards,
         term=config.darling_term(),

@@ -18,6 +18,7 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
@@ -122,10 +123,7 @@ def darling_lines(config: RLTrainConfig) -> list[str]:
     lines = [
         f"+actor_rollout_ref.rollout.agent.agent_loop_manager_class={MANAGER}",
         f"+darling.classifier={Path(str(config.classifier)).resolve()}",  # verl's workers need no cwd of ours
-        f"+darling.combine={config.combine}",
-        f"+darling.norm={config.norm}",
-        f"+darling.correct_only={config.correct_only}",
-        f"+darling.floor={config.floor}",
+        *(f"+darling.{name}={value}" for name, value in asdict(config.darling_term()).items()),
     ]
     if config.classifier_urls:
         lines.append(f"+darling.classifier_urls=[{','.join(config.classifier_urls)}]")

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 from darling.classifier.export import read_export_meta
@@ -62,24 +62,24 @@ class VerlSettings:
     classifier_urls: tuple[str, ...] = ()
     threshold: float | None = None
     classifier_device: str | None = None  # in-process classifier: default this worker's accelerator
-    combine: str = "multiply"
-    norm: str = "identity"
-    correct_only: bool = False
-    floor: float = 0.0
+    darling: DarlingConfig = field(default_factory=DarlingConfig)  # the reward's own settings, as rl-train's
     num_generations: int | None = None
     val_num_generations: int = 1  # verl's default val_kwargs.n
     group_key: str = "index"
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> VerlSettings:
-        known = {f.name for f in fields(cls)}
+        """Flat settings (verl's reward kwargs, ``+darling.KEY=VALUE``): the reward's own (``DarlingConfig``'s
+        fields) go into ``darling``, the rest are where the classifier is and how groups are checked."""
+        reward = {f.name for f in fields(DarlingConfig)}
+        known = ({f.name for f in fields(cls)} - {"darling"}) | reward
         unknown = sorted(set(kwargs) - known)
         if unknown:
             raise TypeError(f"unknown DARLING reward setting(s) {unknown}; known: {sorted(known)}")
-        values = dict(kwargs)
+        values = {k: v for k, v in kwargs.items() if k not in reward}
         urls = values.get("classifier_urls") or ()
         values["classifier_urls"] = (urls,) if isinstance(urls, str) else tuple(urls)
-        return cls(**values)
+        return cls(**values, darling=DarlingConfig(**{k: v for k, v in kwargs.items() if k in reward}))
 
     @classmethod
     def from_config(cls, config: Any) -> VerlSettings:
@@ -105,10 +105,6 @@ class VerlSettings:
     def __post_init__(self) -> None:
         self.darling.check_learning_signal()  # DarlingConfig's checks: fail when verl builds the reward, not mid-run
 
-    @property
-    def darling(self) -> DarlingConfig:
-        return DarlingConfig(combine=self.combine, norm=self.norm, correct_only=self.correct_only, floor=self.floor)
-
     def group_sizes(self, validate: bool | None) -> tuple[int, ...]:
         """Allowed responses per group: none checked without ``num_generations``; ``validate=None``: unknown."""
         if self.num_generations is None:
@@ -120,7 +116,7 @@ class VerlSettings:
 
 def scorer(settings: VerlSettings):
     """The exported classifier (either kind, in-process or served), loaded once per process."""
-    if settings.combine == "quality":
+    if settings.darling.combine == "quality":
         return None
     if not settings.classifier:
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
@@ -311,7 +307,7 @@ EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's rew
 def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSettings:
     """Refuse, when verl builds the manager, what would make the DARLING reward wrong rather than fail mid-run."""
     settings = VerlSettings.from_config(config)
-    if settings.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
+    if settings.darling.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
         if not settings.classifier:
             raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
         read_export_meta(settings.classifier)

@@ -112,7 +112,7 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     ((config, resume),) = seen
-    assert resume is False and config.darling().combine == "quality" and config.classifier is None
+    assert resume is False and config.reward().combine == "quality" and config.classifier is None
     assert (config.policy, config.limit, config.threads, config.use_vllm) == ("Qwen/Qwen3-4B-Base", None, None, True)
 
     rank_zero[0] = False  # another rank of an accelerate launch: rank 0 reports the run, once

@@ -152,7 +152,7 @@ def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
         with pytest.raises(ValueError, match=message):
             DarlingConfig(**bad).check_learning_signal()
         with pytest.raises(ValueError, match=message):
-            VerlSettings(classifier="clf", **bad)
+            VerlSettings.from_kwargs({"classifier": "clf", **bad})
         with pytest.raises(UserInputError, match=message):
             RLTrainConfig.build("cpu", overrides={"output": "x", "classifier": "clf", **bad})
     DarlingConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed

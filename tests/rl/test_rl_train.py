@@ -95,9 +95,9 @@ def test_reward_ablation_options_reach_the_reward(tmp_path):
             output=tmp_path, classifier=tmp_path, combine="add", norm="minmax", floor=0.1, correct_only=True
         ),
     )
-    assert config.darling() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
+    assert config.reward() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
     baseline = RLTrainConfig.build("cpu", overrides=dict(output=tmp_path, diversity=False, norm="minmax"))
-    assert baseline.darling().combine == "quality"
+    assert baseline.reward().combine == "quality"
     bad = darling("rl-train", "--preset", "cpu", "--no-diversity", "--norm", "zscore", "--output", str(tmp_path / "x"))
     assert_one_line_error(bad, "norm must be one of identity, minmax")
     assert not (tmp_path / "x").exists()

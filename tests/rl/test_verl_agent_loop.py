@@ -147,7 +147,8 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
     darling_settings = values.pop("darling")
     assert darling_settings["classifier"] == str(minilm_bi_export.resolve())
     assert darling_settings["classifier_urls"] == ["http://127.0.0.1:8100", "http://127.0.0.1:8101"]
-    assert (darling_settings["floor"], darling_settings["combine"], darling_settings["correct_only"]) == (
+    reward = darling_settings["darling"]  # the reward's own settings: rl-train's DarlingConfig, field for field
+    assert (reward["floor"], reward["combine"], reward["correct_only"]) == (
         0.1,
         "multiply",
         False,

@@ -200,7 +200,7 @@ def test_settings_from_a_verl_config_node():
     settings = VerlSettings.from_config(
         {"darling": {"classifier": "clf", "floor": 0.1, "classifier_urls": "http://h:1"}}
     )
-    assert (settings.classifier, settings.floor, settings.classifier_urls) == ("clf", 0.1, ("http://h:1",))
+    assert (settings.classifier, settings.darling.floor, settings.classifier_urls) == ("clf", 0.1, ("http://h:1",))
     with pytest.raises(ValueError, match=r"\+darling.classifier="):
         VerlSettings.from_config({"trainer": {}})
     with pytest.raises(ValueError, match="darling.*: unknown DARLING reward setting"):

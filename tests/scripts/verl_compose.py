@@ -6,6 +6,7 @@ the DARLING settings back as the agent-loop manager does, and print the values t
 argv: the main_ppo.sh file; extra override lines (to show a bad one is refused).
 """
 
+import dataclasses
 import json
 import shlex
 import sys
@@ -43,6 +44,6 @@ keys = [
 ]
 values = {key: OmegaConf.select(config, key) for key in keys}
 values["manager"] = OmegaConf.select(config, "actor_rollout_ref.rollout.agent.agent_loop_manager_class")
-values["darling"] = VerlSettings.from_config(config).__dict__ if config.get("darling") else None
+values["darling"] = dataclasses.asdict(VerlSettings.from_config(config)) if config.get("darling") else None
 values["use_v1"] = OmegaConf.select(config, "trainer.use_v1")
 print("RESULT " + json.dumps({"version": verl.__version__, "values": values}, default=list))
