@@ -17,7 +17,8 @@ from darling.cli.datagen import datagen_app
 from darling.cli.evals import eval_app
 from darling.cli.help import HelpCommand
 from darling.cli.pipeline import pipeline_cmd
-from darling.cli.rl import rl_train_cmd, serve_classifier_cmd, serve_reward_model_cmd
+from darling.cli.rl import rl_train_cmd
+from darling.cli.serve import serve_classifier_cmd, serve_reward_model_cmd
 
 app = typer.Typer(
     name="darling",

@@ -22,9 +22,6 @@ from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 from darling.rl.reward import NORMS, SCALES, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
-# The official math runs' prompt (verl's math preprocessing, used by DARLING's math scripts) for base models
-# with long reasoning: the problem, then this instruction, in one user turn under the chat template.
-PAPER_MATH_TEMPLATE = "{problem} Let's think step by step and output the final answer within \\boxed{}."
 TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
 # The --help panels of rl-train, essentials first.
 DATA_PANEL = "Data, model, output"

@@ -9,7 +9,7 @@ import torch
 from helpers import assert_one_line_error, darling
 
 from darling.core.errors import UserInputError
-from darling.rl.config import PAPER_MATH_TEMPLATE, RLTrainConfig, trl_fields
+from darling.rl.config import RLTrainConfig, trl_fields
 from darling.rl.train import build_quality, build_scorer, grpo_args
 
 
@@ -67,7 +67,9 @@ def test_paper_math_reaches_trl_as_the_official_runs_set_it(tmp_path):
     bf16 (TRL's own default is fp32), the grpo table's vLLM memory, sleep and tensor-parallel settings, logging."""
     overrides = {"output": tmp_path, "classifier": tmp_path, "use_cpu": True, "use_vllm": False}
     config = RLTrainConfig.build("paper-math", overrides=overrides)
-    assert config.user_template == PAPER_MATH_TEMPLATE and "Give a short answer" not in config.user_template
+    # The official math runs' prompt (verl's math preprocessing, used by DARLING's math scripts; rl/presets/paper-math)
+    official = "{problem} Let's think step by step and output the final answer within \\boxed{}."
+    assert config.user_template == official and "Give a short answer" not in config.user_template
     args = grpo_args(config)
     assert args.model_init_kwargs == {"dtype": "bfloat16"} and args.bf16
     assert (args.vllm_gpu_memory_utilization, args.vllm_enable_sleep_mode, args.vllm_tensor_parallel_size) == (
