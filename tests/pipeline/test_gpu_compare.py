@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers import darling
+from helpers import darling, limit
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -64,7 +64,7 @@ TINY = [
 @pytest.mark.slow
 def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_prompt_sets(tmp_path):
     run = tmp_path / "study"
-    result = darling("pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *TINY, timeout=1500)
+    result = darling("pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *TINY, timeout=limit(721))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     stages = {s: json.loads((run / f"seed-{s}" / "stages.json").read_text())["stages"] for s in (1, 2)}
     for seed, records in stages.items():

@@ -210,8 +210,9 @@ def limit(measured_seconds: float) -> int:
     return int(3 * measured_seconds)
 
 
-# A whole pipeline chain: the reduced cpu chain took 1,514 s there (paper-tiny 846 s, chat-tiny 610 s).
-CHAIN_TIMEOUT = limit(1514)
+# A whole pipeline chain: the reduced cpu chain took 1,514 s there, and 1,663 s in the next such suite (paper-tiny
+# 923 s, chat-tiny 622 s).
+CHAIN_TIMEOUT = limit(1663)
 
 
 def darling(*args, timeout: int = limit(300), cwd: Path | None = None, check: bool = False):
