@@ -19,11 +19,6 @@ TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier 
 CHECKPOINT = "training/checkpoints/last.ckpt"  # under classifier/: what --resume continues from
 
 
-def classifier_folder(run: Path) -> Path:
-    """The classifier's export, which RL, its servers and eval novelty read."""
-    return CLASSIFIER.folder(run)
-
-
 def training_pairs_step(plan: Plan) -> Step:
     return plan.once(("training-pairs",), lambda: _training_pairs_step(plan))
 
@@ -53,7 +48,7 @@ def _classifier_step(plan: Plan) -> Step:
     if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/launch_slurm.py): Lightning must know
         wired["num_nodes"] = c.nodes
     config = stage_config(c, "classifier", ClassifierTrainConfig, **wired)
-    output = classifier_folder(c.run)
+    output = CLASSIFIER.folder(c.run)
     params = {"data": str(c.run / TRAINING_PAIRS / "pairs.jsonl"), "output": output}
     shell = {"resume": f'$( [ -f "$RUN/{CLASSIFIER.name}/{CHECKPOINT}" ] && echo --resume )'}
     processes = process_count(config.devices)
@@ -66,7 +61,7 @@ def import_step(plan: Plan) -> Step:
     """``import-classifier SOURCE``: a classifier trained elsewhere (a released one) as the chain's export."""
     c = plan.config
     config = ImportConfig.build(overrides=table_values(c, "import_classifier"))
-    params = {"output": classifier_folder(c.run)}
+    params = {"output": CLASSIFIER.folder(c.run)}
     source = str(c.import_classifier["source"])
     explicit = named_in(c, "import_classifier")
     return Step("import-classifier", ("import-classifier",), config, params, explicit=explicit, positional=(source,))
@@ -87,7 +82,7 @@ def classifier_block(plan: Plan) -> Block:
 
 # -- summary and section -------------------------------------------------------------------------------------------
 def _imported_summary(plan: Plan) -> dict[str, Any]:
-    meta = read_json(classifier_folder(plan.run) / "darling.json")
+    meta = read_json(CLASSIFIER.folder(plan.run) / "darling.json")
     keys = ("imported", "kind", "backbone", "dtype", "max_tokens_per_response", "threshold")
     return {k: meta[k] for k in keys}
 

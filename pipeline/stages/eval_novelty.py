@@ -12,7 +12,7 @@ from darling.evals.config import NoveltyConfig
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PROMPT_METRICS, mean_key
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
-from darling.pipeline.stages.classifier import classifier_folder
+from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.rl import REWARD_SERVERS_FILE, policies, reward_serve_step, reward_urls, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, threads
 
@@ -42,7 +42,7 @@ def _steps(plan: Plan, folder: str, prompts: dict[str, Any]) -> list[Step]:
             "output": c.run / folder / name,
             **prompts,
             "model": model,
-            "classifier": str(classifier_folder(c.run)),
+            "classifier": str(CLASSIFIER.folder(c.run)),
             "seed": c.seed,
             **threads(c, NoveltyConfig),
             **({"reward_model_urls": reward_urls(plan)} if c.serve_reward_model else {}),

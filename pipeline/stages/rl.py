@@ -30,7 +30,7 @@ from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import accelerate_config
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.stages.classifier import classifier_folder
+from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.steps import Step, input_path, run_relative, shown, table_values
 from darling.rl.config import RewardServeConfig, RLTrainConfig
 
@@ -51,7 +51,7 @@ def serve_step(plan: Plan) -> Step:
 
 def _serve_step(plan: Plan) -> Step:
     c = plan.config
-    wired = {"model": classifier_folder(c.run), "ready_file": RL.folder(c.run) / SERVERS_FILE}
+    wired = {"model": CLASSIFIER.folder(c.run), "ready_file": RL.folder(c.run) / SERVERS_FILE}
     config = ServeConfig.build(overrides={**table_values(c, "serve"), **wired})
     return Step("serve-classifier", ("serve-classifier",), config, explicit=shown(c, wired, "serve"))
 
@@ -118,7 +118,7 @@ def _rl_run(plan: Plan, folder: str, diversity: bool, own: dict[str, Any], threa
     preset = c.rl.get("preset")
     wired: dict[str, Any] = {
         "output": c.run / folder,
-        "classifier": classifier_folder(c.run),
+        "classifier": CLASSIFIER.folder(c.run),
         "seed": c.seed,
         "diversity": diversity,
         "prune_checkpoints": not c.keep_checkpoints,
