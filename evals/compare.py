@@ -13,7 +13,7 @@ Writes ``OUTPUT/compare.json``, ``OUTPUT/report.md`` and (with training logs) ``
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,13 @@ from darling.core.training_log import (
 from darling.evals.compare_report import render_comparison
 from darling.evals.config import EVAL_QUALITY, CompareConfig, named
 from darling.evals.math import pass_at_k, scored_problems
-from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES
+from darling.evals.prompt_metrics import COMPARE_COLUMNS, PROMPT_METRIC_NAMES, QualityScorer, compared_figures
 
 N_BOOT = 2000
-METRICS = (*PROMPT_METRIC_NAMES, "short")  # eval novelty's per-prompt metrics, and the share of short answers
+METRICS = tuple(COMPARE_COLUMNS)
 
 
 # -- eval novelty: per prompt ------------------------------------------------------------------------------------
-QualityScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
 
 
 def quality_scorer(quality: str, max_words: int, strict: bool = False, device: str = "cpu") -> QualityScorer | None:
@@ -54,8 +53,8 @@ def quality_scorer(quality: str, max_words: int, strict: bool = False, device: s
 
 def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int) -> dict[str, dict[str, float]]:
     """``{prompt_id: {metric: value}}`` of one policy's eval novelty folder: every metric eval novelty wrote to
-    ``per_prompt.parquet`` (``evals/prompt_metrics.py``), and the two that depend on this comparison's settings,
-    read from the texts of ``scores.parquet``: ``short`` and, with a ``score`` (``quality_scorer``), ``quality``."""
+    ``per_prompt.parquet``, and those that depend on this comparison's settings (``COMPARED_METRICS``), from the
+    texts of ``scores.parquet``: ``short`` and, with a ``score`` (``quality_scorer``), ``quality``."""
     import polars as pl
 
     per_prompt_file, scores_file = folder / "per_prompt.parquet", folder / "scores.parquet"
@@ -75,10 +74,7 @@ def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int
         if str(prompt_id) not in out:
             continue
         texts = [text.strip() for text in group["response"].to_list()]
-        figures = out[str(prompt_id)]
-        figures["short"] = float(np.mean([0 < len(t.split()) <= max_words for t in texts]))
-        if score is not None:
-            figures["quality"] = float(np.mean(score(group["prompt"].to_list(), texts)))
+        out[str(prompt_id)].update(compared_figures(group["prompt"].to_list(), texts, max_words, score))
     return out
 
 

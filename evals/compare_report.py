@@ -7,10 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from darling.core.numbers import MISSING, fmt, pct
-from darling.evals.prompt_metrics import PROMPT_METRICS
+from darling.evals.prompt_metrics import COMPARE_COLUMNS, PROMPT_METRICS
 
-# The columns of a novelty comparison: eval novelty's per-prompt metrics, then the share of short answers.
-COMPARE_METRICS = {**{m.name: m.label for m in PROMPT_METRICS}, "short": "share ≤ max words"}
 QUALITY_TEXT = {
     "relevant-short-answer": "format x the answer's MiniLM cosine to the prompt, 0 when it echoes the prompt: "
     "a proxy for a relevant answer, not a check of one",
@@ -48,21 +46,21 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool 
         f"**share ≤ max words**: answers of 1 to {max_words} words"
         + (" (the quality scores a longer answer 0: `--strict-length`)" if strict else ""),
         "",
-        "| policy | " + " | ".join(COMPARE_METRICS.values()) + " |",
-        "| --- |" + " ---: |" * len(COMPARE_METRICS),
+        "| policy | " + " | ".join(COMPARE_COLUMNS.values()) + " |",
+        "| --- |" + " ---: |" * len(COMPARE_COLUMNS),
     ]
     for name, figures in s["policies"].items():
-        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m), 2) for m in COMPARE_METRICS) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m), 2) for m in COMPARE_COLUMNS) + " |")
     lines += [
         "",
         f"Paired differences over the {s['prompts']} prompts, mean with a bootstrap 95% interval "
         f"({s['bootstrap']} resamples of prompts):",
         "",
-        "| difference | " + " | ".join(COMPARE_METRICS.values()) + " |",
-        "| --- |" + " ---: |" * len(COMPARE_METRICS),
+        "| difference | " + " | ".join(COMPARE_COLUMNS.values()) + " |",
+        "| --- |" + " ---: |" * len(COMPARE_COLUMNS),
     ]
     for pair, diffs in s["differences"].items():
-        lines.append(f"| {pair} | " + " | ".join(interval(diffs.get(m, {})) for m in COMPARE_METRICS) + " |")
+        lines.append(f"| {pair} | " + " | ".join(interval(diffs.get(m, {})) for m in COMPARE_COLUMNS) + " |")
     first = next(iter(s["differences"].items()), None)
     if first:
         a, _, b = first[0].partition(" - ")

@@ -1,7 +1,10 @@
 """The per-prompt metrics of a prompt's k answers, each defined once. ``eval novelty`` computes every one into
 ``per_prompt.parquet`` (a column each) and its mean into ``metrics.json`` (``mean_<name>``); ``eval compare``, the
 pipeline's summary and report read them through this table. Adding a metric is one entry here (its function), its
-test and its line in docs/evaluation.md."""
+test and its line in docs/evaluation.md.
+
+``COMPARED_METRICS``: the figures ``eval compare`` computes itself from the stored texts, because they depend on
+the comparison's settings (``--max-words``, ``--quality``); ``COMPARE_COLUMNS`` are a comparison's columns."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
+
+import numpy as np
 
 from darling.core.quality import distinct_answers
 
@@ -55,6 +60,43 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
     PromptMetric("quality", "quality", "eval novelty's quality, mean per prompt", lambda a: fmean(a.quality)),
 )
 PROMPT_METRIC_NAMES = tuple(m.name for m in PROMPT_METRICS)
+
+
+# -- what eval compare computes from the stored texts, under its own settings --------------------------------------
+QualityScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]  # (prompts, answers) -> quality each
+
+
+@dataclass(frozen=True)
+class ComparedMetric:
+    name: str  # a column of compare.json; a name of PROMPT_METRICS replaces eval novelty's figure of that name
+    label: str
+    # (prompts, answers, max words, the comparison's quality scorer or None) -> the figure, or None: none computed
+    of: Callable[[Sequence[str], Sequence[str], int, QualityScorer | None], float | None]
+
+
+COMPARED_METRICS: tuple[ComparedMetric, ...] = (
+    ComparedMetric(
+        "short",
+        "share ≤ max words",
+        lambda prompts, texts, max_words, score: float(np.mean([0 < len(t.split()) <= max_words for t in texts])),
+    ),
+    # --quality other than eval: the comparison's open-ended quality of the same answers stands in for eval
+    # novelty's (its report names which quality it is); with eval, eval novelty's column is kept.
+    ComparedMetric(
+        "quality",
+        "quality",
+        lambda prompts, texts, max_words, score: None if score is None else float(np.mean(score(prompts, texts))),
+    ),
+)
+COMPARE_COLUMNS = {**{m.name: m.label for m in PROMPT_METRICS}, **{m.name: m.label for m in COMPARED_METRICS}}
+
+
+def compared_figures(
+    prompts: Sequence[str], texts: Sequence[str], max_words: int, score: QualityScorer | None
+) -> dict[str, float]:
+    """The ``COMPARED_METRICS`` of one prompt's stripped answers (those computed under these settings)."""
+    figures = {m.name: m.of(prompts, texts, max_words, score) for m in COMPARED_METRICS}
+    return {name: value for name, value in figures.items() if value is not None}
 
 
 def mean_key(name: str) -> str:

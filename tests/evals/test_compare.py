@@ -8,8 +8,9 @@ import pytest
 from helpers import assert_one_line_error, darling, write_log, write_scores
 
 from darling.evals.compare import compare_math, compare_novelty, paired_difference
-from darling.evals.compare_report import COMPARE_METRICS, novelty_lines
+from darling.evals.compare_report import novelty_lines
 from darling.evals.novelty import novelty_utility
+from darling.evals.prompt_metrics import COMPARE_COLUMNS
 
 
 def write_math(folder, correct: dict[str, list[bool]]):
@@ -80,7 +81,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():
     d = paired_difference([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], seed=0)
     assert d["mean"] == 0 and d["interval"][0] < 0 < d["interval"][1]
-    result = {"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(COMPARE_METRICS, d)}, "prompts": 6}
+    result = {"policies": {}, "differences": {"darling-rl - grpo-rl": dict.fromkeys(COMPARE_COLUMNS, d)}, "prompts": 6}
     section = "\n".join(novelty_lines({**result, "bootstrap": 2000}, "short-answer", 4))
     assert "distinct: no difference shows at this budget" in section and "interval includes 0" in section
 
