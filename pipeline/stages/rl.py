@@ -12,20 +12,8 @@ from typing import Any
 from darling.classifier.config import ServeConfig
 from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
-from darling.core.numbers import MISSING, fmt, pct
-from darling.core.training_log import (
-    CLASSIFIER_PAIRS,
-    DISTINCT,
-    DISTINCT_ANSWERS,
-    DIVERSITY,
-    GROUPS_CHANGED,
-    PAIRS_SAVED,
-    QUALITY,
-    REWARD,
-    STEP_METRICS,
-    WITHOUT_SIGNAL,
-    WOULD_CHANGE,
-)
+from darling.core.numbers import MISSING
+from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import accelerate_config
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
@@ -41,7 +29,6 @@ REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, 
 ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
 # The policies the evaluations compare, each in eval-math/<name>/ and eval-novelty/<name>/.
 BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"
-STEP_KEYS = ("reward", *STEP_METRICS, "loss", "grad_norm")  # TRL's own reward, loss and gradient norm beside ours
 
 
 # -- the replicas the runs score with ------------------------------------------------------------------------------
@@ -260,7 +247,7 @@ def run_summary(step: Step, reward: str) -> dict[str, Any]:
     config = step.config
     out = Path(config.output)
     history = read_json(out / "log_history.json")
-    steps = [{"step": h["step"], **{k: h[k] for k in STEP_KEYS if k in h}} for h in history if REWARD.key in h]
+    steps = [{"step": h["step"], **{k: h[k] for k in STEP_METRICS if k in h}} for h in history if REWARD.key in h]
     local = Path(resolve_model(config.policy))
     return {
         "reward": reward,
@@ -300,24 +287,8 @@ def rl_summary(plan: Plan) -> dict[str, Any]:
 
 
 # -- section -------------------------------------------------------------------------------------------------------
-def term_cell(step: dict[str, Any]) -> str:
-    """The share of the step's groups the diversity term changed; for the GRPO baseline the share DARLING's would
-    have changed, in parentheses."""
-    if WOULD_CHANGE.key in step:
-        return f"({pct(step[WOULD_CHANGE.key])}%)"
-    share = step.get(GROUPS_CHANGED.key)
-    return MISSING if share is None else f"{pct(share)}%"
-
-
-def _step_row(st: dict[str, Any]) -> str:
-    return (
-        f"| {st['step']} | {fmt(st.get('reward'))} | {fmt(st.get(QUALITY.key))} | "
-        f"{fmt(st.get(DIVERSITY.key))} | {fmt(st.get(DISTINCT.key), 2)} | "
-        f"{fmt(st.get(DISTINCT_ANSWERS.key), 2)} | {term_cell(st)} | "
-        f"{fmt(st.get(WITHOUT_SIGNAL.key), 0)} | "
-        f"{fmt(st.get(CLASSIFIER_PAIRS.key), 0)} ({fmt(st.get(PAIRS_SAVED.key), 0)}) "
-        f"| {fmt(st.get('loss'), 4)} |"
-    )
+def _step_row(step: dict[str, Any]) -> str:
+    return f"| {step['step']} | " + " | ".join(m.cell(step) for m in STEP_COLUMNS) + " |"
 
 
 def run_section(s: dict[str, Any], folder: str) -> list[str]:
@@ -331,9 +302,8 @@ def run_section(s: dict[str, Any], folder: str) -> list[str]:
         f"{s['num_generations']} completions per prompt, ≤ {s['max_completion_length']} tokens, "
         f"lr {s['learning_rate']}, temperature {s['temperature']}, seed {s.get('seed', 0)}.{launch}",
         "",
-        "| step | reward | quality | diversity | distinct / group | distinct answers | groups changed by the term "
-        "| groups without signal | classifier pairs (saved) | loss |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| step | " + " | ".join(m.column or "" for m in STEP_COLUMNS) + " |",
+        "|" + " ---: |" * (len(STEP_COLUMNS) + 1),
         *map(_step_row, s["steps"]),
     ]
     change = s["max_weight_change"]

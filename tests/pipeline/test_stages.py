@@ -58,3 +58,27 @@ def test_a_runs_plan_builds_each_commands_config_once(tmp_path, monkeypatch):
     input_files(plan), plan_notes(plan), blocks(plan)
     assert made == collections.Counter(type(step.config).__name__ for step in steps)
     assert made["RLTrainConfig"] == 3  # the warm-up, DARLING and GRPO
+
+
+def test_the_rl_step_table_is_read_from_the_training_log_table():
+    """The report's per-step columns are the training-log metrics that name a column, in the table's order; a
+    GRPO run shows the share DARLING's term would have changed, in parentheses, where DARLING's shows its own."""
+    from darling.core.training_log import GROUPS_CHANGED, PAIRS_SAVED, STEP_COLUMNS, WOULD_CHANGE
+    from darling.pipeline.stages.rl import run_section
+
+    darling = {"step": 1, GROUPS_CHANGED.key: 0.25, "darling/classifier_pairs": 56, PAIRS_SAVED.key: 3, "loss": 0.5}
+    grpo = {"step": 1, GROUPS_CHANGED.key: 0.0, WOULD_CHANGE.key: 0.5}
+    summary = {
+        **dict.fromkeys(("reward", "policy", "problems", "num_generations", "max_completion_length"), "x"),
+        **dict.fromkeys(("learning_rate", "temperature", "max_weight_change"), None),
+        "steps_with_nonzero_reward": 1,
+        "checkpoints_left": [],
+    }
+    rows = [run_section({**summary, "steps": [step]}, "rl") for step in (darling, grpo)]
+    header = next(line for line in rows[0] if line.startswith("| step |"))
+    assert header == "| step | " + " | ".join(m.column for m in STEP_COLUMNS) + " |"
+    cells = [next(line for line in r if line.startswith("| 1 |")).split(" | ") for r in rows]
+    at = {m.key: i + 1 for i, m in enumerate(STEP_COLUMNS)}
+    assert cells[0][at[GROUPS_CHANGED.key]] == "25.0%" and cells[1][at[GROUPS_CHANGED.key]] == "(50.0%)"
+    assert cells[0][at["darling/classifier_pairs"]] == "56 (3)" and cells[1][at["darling/classifier_pairs"]] == "– (–)"
+    assert cells[0][at["loss"]].startswith("0.5000")
