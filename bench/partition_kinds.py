@@ -124,7 +124,7 @@ def run(exports: dict[str, Path], groups_by_n: dict, fraction: float, urls: dict
         for kind, export in exports.items():
             scorer = load_scorer(export, [urls[kind]] if urls else ())
             probs = every_pair_probabilities(scorer, groups)
-            scorer.threshold = threshold_for(probs, fraction)
+            scorer = scorer.with_threshold(threshold_for(probs, fraction))
             result = measure(scorer, groups)
             classes = result.pop("classes")
             reference = every_pair_partition(probs, scorer.threshold, groups)

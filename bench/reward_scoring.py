@@ -90,7 +90,7 @@ def main() -> None:
         for n in args.n:
             groups = champ_groups(args.work, args.prompts, n)
             if args.equivalent_fraction is not None:
-                scorer.threshold = threshold_for(scorer, groups, args.equivalent_fraction)
+                scorer = scorer.with_threshold(threshold_for(scorer, groups, args.equivalent_fraction))
             ref, mine = reference_way(scorer, url, groups), ours(scorer, groups)
             mine_classes = mine.pop("classes")
             assert ref.pop("classes") == mine_classes, "served partitions differ"

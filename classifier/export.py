@@ -238,8 +238,8 @@ ids. Scored in {meta["dtype"]}, the precision it trained in (its threshold was c
 serve-classifier` serves it in it). Send token ids, not text, so the serving tokenizer cannot change the input:
 
 ```python
-from darling.classifier import EquivalenceClassifier
-clf = EquivalenceClassifier.from_pretrained("THIS_DIR")
+from darling.classifier import load_scorer
+clf = load_scorer("THIS_DIR")
 clf.prob_equivalent([("response a", "response b")])
 ```
 

@@ -8,8 +8,10 @@ matrix, which is how the partition uses them.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import torch
@@ -24,17 +26,33 @@ from darling.core.errors import UserInputError
 from darling.core.pooling_client import ClassifyClient, EmbedClient, PoolingClient
 
 Pair = tuple[str, str]
+UNCALIBRATED = 0.5  # the decision of a scorer no threshold was chosen for yet (P >= 0.5: the likelier class)
 
 
 class EquivalenceScorer:
-    """P(equivalent) for response pairs and decisions at ``threshold``; subclasses decide how and where."""
+    """P(equivalent) for response pairs and decisions at ``threshold``; subclasses decide how and where.
+
+    A scorer is built at ``UNCALIBRATED``; ``with_threshold`` is the one way to decide elsewhere (an export's
+    calibrated threshold, ``--threshold``, a test's): it returns a copy, so a scorer's decisions never change
+    under a caller that holds it."""
 
     kind: str = ""
     dtype: str = "float32"  # the precision the model computes in (an export's ``dtype``)
     symmetric: bool  # both orders averaged (PairScorer: per scorer; EmbeddingScorer: False, the cosine is symmetric)
+    _threshold: float = UNCALIBRATED
 
-    def __init__(self, threshold: float = 0.5):
-        self.threshold = threshold
+    @property
+    def threshold(self) -> float:
+        return self._threshold
+
+    def with_threshold(self, threshold: float) -> Self:
+        """This scorer deciding ``P >= threshold`` (a shallow copy: the model and client are shared)."""
+        threshold = float(threshold)
+        if not 0.0 <= threshold <= 1.0:
+            raise UserInputError(f"a decision threshold is a probability in [0, 1], got {threshold}")
+        scorer = copy.copy(self)
+        scorer._threshold = threshold
+        return scorer
 
     def prob_equivalent(self, pairs: Sequence[Pair], symmetric: bool | None = None) -> np.ndarray:
         raise NotImplementedError
@@ -55,11 +73,9 @@ class PairScorer(EquivalenceScorer):
     def __init__(
         self,
         encoder: PairEncoder,
-        threshold: float = 0.5,
         symmetric: bool = False,
         equivalent_index: int = EQUIVALENT_INDEX,
     ):
-        super().__init__(threshold)
         self.encoder = encoder
         self.symmetric = symmetric
         self.equivalent_index = equivalent_index  # which class means "equivalent" (an imported model's may differ)
@@ -88,8 +104,7 @@ class EmbeddingScorer(EquivalenceScorer):
     kind = BI_ENCODER
     symmetric = False
 
-    def __init__(self, encoder: TextEncoder, scale: float, bias: float, threshold: float = 0.5):
-        super().__init__(threshold)
+    def __init__(self, encoder: TextEncoder, scale: float, bias: float):
         self.encoder = encoder
         self.scale, self.bias = float(scale), float(bias)
 
@@ -129,40 +144,36 @@ class EmbeddingScorer(EquivalenceScorer):
 class EquivalenceClassifier(PairScorer):
     """In-process cross-encoder: the model in this process, batched longest-first so padding stays small.
 
-    ``EquivalenceClassifier.from_pretrained(dir)`` loads an export of either kind (a bi-encoder export
-    gives a ``BiEncoderClassifier``); both answer ``prob_equivalent`` / ``is_equivalent``.
+    ``from_pretrained(dir)`` loads a cross-encoder export; ``load_scorer(dir)`` loads either kind.
     """
 
     def __init__(
         self,
         model,
         encoder: PairEncoder,
-        threshold: float = 0.5,
         symmetric: bool = False,
         batch_size: int = 32,
         equivalent_index: int = EQUIVALENT_INDEX,
     ):
-        super().__init__(encoder, threshold, symmetric, equivalent_index)
+        super().__init__(encoder, symmetric, equivalent_index)
         self.model = model.eval()
         self.batch_size = batch_size
 
     @classmethod
     def from_pretrained(
         cls, export: ClassifierExport | str | Path, device: str | None = None, batch_size: int = 32
-    ) -> EquivalenceScorer:
-        export = ClassifierExport.of(export)
+    ) -> EquivalenceClassifier:
+        export = _of_kind(export, CROSS_ENCODER, "EquivalenceClassifier")
         meta = export.meta
-        if export.kind == BI_ENCODER:
-            return BiEncoderClassifier.from_pretrained(export, device=device, batch_size=batch_size)
         model = load_exported_strict(export.path, dtype=meta["dtype"])  # the precision it trained and was calibrated in
         if device:
             model = model.to(device)
         segments = uses_segment_ids(meta, model.config)
         encoder = PairEncoder(export.tokenizer, meta["max_tokens_per_response"], segment_ids=segments)
         index = meta.get("equivalent_index", EQUIVALENT_INDEX)
-        scorer = cls(model, encoder, meta["threshold"], meta.get("symmetric", False), batch_size, index)
+        scorer = cls(model, encoder, meta.get("symmetric", False), batch_size, index)
         scorer.dtype = meta["dtype"]
-        return scorer
+        return scorer.with_threshold(meta["threshold"])
 
     @property
     def device(self) -> torch.device:
@@ -185,8 +196,8 @@ class EquivalenceClassifier(PairScorer):
 class BiEncoderClassifier(EmbeddingScorer):
     """In-process bi-encoder: embeddings from the model in this process, longest-first batches."""
 
-    def __init__(self, model: BiEncoder, encoder: TextEncoder, threshold: float = 0.5, batch_size: int = 32):
-        super().__init__(encoder, model.scale.item(), model.bias.item(), threshold)
+    def __init__(self, model: BiEncoder, encoder: TextEncoder, batch_size: int = 32):
+        super().__init__(encoder, model.scale.item(), model.bias.item())
         self.model = model.eval()
         self.batch_size = batch_size
 
@@ -196,16 +207,16 @@ class BiEncoderClassifier(EmbeddingScorer):
     ) -> BiEncoderClassifier:
         from transformers import AutoModel
 
-        export = ClassifierExport.of(export)
+        export = _of_kind(export, BI_ENCODER, "BiEncoderClassifier")
         meta = export.meta
         backbone = load_exported_strict(export.path, AutoModel, dtype=meta["dtype"])
         if device:
             backbone = backbone.to(device)  # a and b stay here: the probability is computed from numbers on the CPU
         model = BiEncoder(backbone, meta["pooling"], meta["scale"], meta["bias"])
         encoder = TextEncoder(export.tokenizer, meta["max_tokens_per_response"])
-        scorer = cls(model, encoder, meta["threshold"], batch_size)
+        scorer = cls(model, encoder, batch_size)
         scorer.dtype = meta["dtype"]
-        return scorer
+        return scorer.with_threshold(meta["threshold"])
 
     @property
     def device(self) -> torch.device:
@@ -227,31 +238,25 @@ class BiEncoderClassifier(EmbeddingScorer):
 
 # -- served by vLLM replicas: the same encoding and decision, the weights on the server --------------------------
 class ServedEquivalenceClassifier(PairScorer):
-    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling.
-
-    ``from_export`` reads the export's kind: a bi-encoder export gives a ``ServedBiEncoderClassifier``.
-    """
+    """The served twin of ``EquivalenceClassifier``: same encoding, threshold and order handling."""
 
     def __init__(
         self,
         encoder: PairEncoder,
         client: ClassifyClient,
-        threshold: float = 0.5,
         symmetric: bool = False,
         equivalent_index: int = EQUIVALENT_INDEX,
     ):
-        super().__init__(encoder, threshold, symmetric, equivalent_index)
+        super().__init__(encoder, symmetric, equivalent_index)
         self.client = client
 
     @classmethod
     def from_export(
         cls, export: ClassifierExport | str | Path, client: PoolingClient | Sequence[str]
-    ) -> ServedEquivalenceClassifier | ServedBiEncoderClassifier:
+    ) -> ServedEquivalenceClassifier:
         """Encoder and threshold from the exported directory; the weights live on the server."""
-        export = ClassifierExport.of(export)
+        export = _of_kind(export, CROSS_ENCODER, "ServedEquivalenceClassifier")
         meta = export.meta
-        if export.kind == BI_ENCODER:
-            return ServedBiEncoderClassifier.from_export(export, client)
         if not isinstance(client, ClassifyClient):
             client = (
                 ClassifyClient(client) if not isinstance(client, PoolingClient) else ClassifyClient(**client.settings())
@@ -263,7 +268,7 @@ class ServedEquivalenceClassifier(PairScorer):
             )
         encoder = PairEncoder(export.tokenizer, meta["max_tokens_per_response"])
         index = meta.get("equivalent_index", EQUIVALENT_INDEX)
-        return cls(encoder, client, meta["threshold"], meta.get("symmetric", False), index)
+        return cls(encoder, client, meta.get("symmetric", False), index).with_threshold(meta["threshold"])
 
     def probs_for_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         return self.client.classify_ids(input_ids)[:, self.equivalent_index]
@@ -272,20 +277,20 @@ class ServedEquivalenceClassifier(PairScorer):
 class ServedBiEncoderClassifier(EmbeddingScorer):
     """The served twin of ``BiEncoderClassifier``: embeddings from vLLM replicas, the cosine map here."""
 
-    def __init__(self, encoder: TextEncoder, client: EmbedClient, scale: float, bias: float, threshold: float = 0.5):
-        super().__init__(encoder, scale, bias, threshold)
+    def __init__(self, encoder: TextEncoder, client: EmbedClient, scale: float, bias: float):
+        super().__init__(encoder, scale, bias)
         self.client = client
 
     @classmethod
     def from_export(
         cls, export: ClassifierExport | str | Path, client: PoolingClient | Sequence[str]
     ) -> ServedBiEncoderClassifier:
-        export = ClassifierExport.of(export)
+        export = _of_kind(export, BI_ENCODER, "ServedBiEncoderClassifier")
         meta = export.meta
         if not isinstance(client, EmbedClient):
             client = EmbedClient(client) if not isinstance(client, PoolingClient) else EmbedClient(**client.settings())
         encoder = TextEncoder(export.tokenizer, meta["max_tokens_per_response"])
-        return cls(encoder, client, meta["scale"], meta["bias"], meta["threshold"])
+        return cls(encoder, client, meta["scale"], meta["bias"]).with_threshold(meta["threshold"])
 
     def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         return self.client.embed_ids(input_ids)
@@ -299,23 +304,33 @@ def load_scorer(
     batch_size: int | None = None,
     **client_options,
 ) -> EquivalenceScorer:
-    """A scorer for ``export`` (a ``darling train-classifier`` output, or the ``ClassifierExport`` already read
-    from it): served by ``urls`` when given (the
-    export then only supplies the encoding and the decision), else the model in this process.
+    """A scorer for ``export`` of either kind (a ``darling train-classifier`` output, or the ``ClassifierExport``
+    already read from it): served by ``urls`` when given (the export then only supplies the encoding and the
+    decision), else the model in this process.
 
     ``threshold`` overrides the exported decision threshold. ``batch_size``: inputs per forward pass in this
     process (default 32) or per request when served (default 256). ``client_options``: timeouts and retries
     of the served client (``darling.core.pooling_client.PoolingClient``)."""
+    export = ClassifierExport.of(export)
+    bi = export.kind == BI_ENCODER
     scorer: EquivalenceScorer
     if urls:
-        scorer = ServedEquivalenceClassifier.from_export(export, list(urls))
         if batch_size is not None:
             client_options["batch_size"] = batch_size
-        if client_options:
-            scorer.client.close()
-            scorer.client = type(scorer.client)(**{**scorer.client.settings(), **client_options})
+        client_kind = EmbedClient if bi else ClassifyClient
+        client = client_kind(list(urls), **client_options)
+        served = ServedBiEncoderClassifier if bi else ServedEquivalenceClassifier
+        scorer = served.from_export(export, client)
     else:
-        scorer = EquivalenceClassifier.from_pretrained(export, device=device, batch_size=batch_size or 32)
-    if threshold is not None:
-        scorer.threshold = threshold
-    return scorer
+        local = BiEncoderClassifier if bi else EquivalenceClassifier
+        scorer = local.from_pretrained(export, device=device, batch_size=batch_size or 32)
+    return scorer if threshold is None else scorer.with_threshold(threshold)
+
+
+def _of_kind(export: ClassifierExport | str | Path, kind: str, loader: str) -> ClassifierExport:
+    export = ClassifierExport.of(export)
+    if export.kind != kind:
+        raise UserInputError(
+            f"{export.path}: a {export.kind} export, which {loader} does not load; load_scorer() loads either kind"
+        )
+    return export

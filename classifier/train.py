@@ -343,7 +343,8 @@ def train_classifier(
     trainer = fitted.trainer
     if not trainer.is_global_zero:
         n = (len(train_pairs), len(val_pairs))
-        return TrainResult(output, {}, 0.5, fitted.seconds, *n, trainer.global_step, rank=trainer.global_rank)
+        no_threshold = float("nan")  # only rank 0 calibrates
+        return TrainResult(output, {}, no_threshold, fitted.seconds, *n, trainer.global_step, rank=trainer.global_rank)
     return calibrate_and_export(config, fitted, pairs.sha256, (len(train_pairs), val_pairs, test_pairs), output)
 
 
@@ -357,7 +358,7 @@ def calibrate_and_export(
     threshold, metrics = calibrate(
         clf, val_pairs, config.threshold_objective, work_dir / "validation", config.expected_equivalent_share
     )
-    clf.threshold = threshold
+    clf = clf.with_threshold(threshold)
     metrics["train_seconds"] = round(fitted.seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
     world, accumulate = trainer.world_size, trainer.accumulate_grad_batches

@@ -63,5 +63,4 @@ def zero_shot_classifier(
     clf.scale, clf.bias = fit_affine(cos, labels)
     clf.model.scale.data.fill_(clf.scale)
     clf.model.bias.data.fill_(clf.bias)
-    clf.threshold = choose_threshold(labels, clf.prob_from_cos(cos), objective)
-    return clf
+    return clf.with_threshold(choose_threshold(labels, clf.prob_from_cos(cos), objective))

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import typer
 
-from darling.classifier.export import read_export_meta
-from darling.classifier.labelled_pairs import load_pairs
 from darling.cli.classifier import metrics_line
 from darling.cli.common import out
 from darling.cli.eval_creative import eval_creative_cmd
@@ -41,17 +39,10 @@ Every setting below is a field of `darling.evals.config.ClassifierEvalConfig`.
 
 
 def eval_classifier(config: ClassifierEvalConfig) -> None:
-    # Every input is read before the scorers are imported (torch, scikit-learn take seconds): bad input is refused
-    # at once. evaluate_classifier reads them again (cheap), for callers of the Python API.
-    load_pairs(config.data)
-    for export in (config.model, config.compare):
-        if export is not None:
-            read_export_meta(export)
-    if config.fit_data is not None:
-        load_pairs(config.fit_data)
-    from darling.evals.classifier import evaluate_classifier  # loads torch and scikit-learn
+    from darling.evals.classifier import evaluate_classifier, read_inputs
 
-    metrics = evaluate_classifier(config)
+    inputs = read_inputs(config)  # bad input is refused before torch and scikit-learn load (seconds)
+    metrics = evaluate_classifier(config, inputs)
     rows = [metrics] + [metrics[k] for k in ("compare", "zero_shot") if k in metrics]
     for m in rows:
         auc = m.get("intervals_95", {}).get("roc_auc")

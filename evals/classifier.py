@@ -22,12 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from darling.classifier.calibration import choose_threshold
-from darling.classifier.export import read_export_meta
-from darling.classifier.labelled_pairs import load_pairs
-from darling.classifier.report import write_report
-from darling.classifier.scoring import EquivalenceClassifier
-from darling.classifier.zero_shot import zero_shot_classifier
+from darling.classifier.export import ClassifierExport
+from darling.classifier.labelled_pairs import PairSet, load_pairs
 from darling.core.devices import resolve_device
 from darling.evals.config import ClassifierEvalConfig
 from darling.evals.lexical import BASELINES, overlap_scores
@@ -45,18 +41,40 @@ class Row:
     extra: dict[str, Any]
 
 
-def _export_row(model_dir, texts, symmetric, batch_size, key: str, device: str, threshold: float | None = None) -> Row:
+@dataclass(frozen=True)
+class ClassifierEvalInputs:
+    """Every input of an evaluation, each read and checked once, before any model loads."""
+
+    pairs: PairSet
+    exports: dict[str, ClassifierExport]  # by row key: "" (``model``), "compare"
+    fit: PairSet | None
+
+
+def read_inputs(config: ClassifierEvalConfig) -> ClassifierEvalInputs:
+    named = {"": config.model, "compare": config.compare}
+    return ClassifierEvalInputs(
+        pairs=load_pairs(config.data),
+        exports={key: ClassifierExport(path) for key, path in named.items() if path is not None},
+        fit=load_pairs(config.fit_data) if config.fit_data is not None else None,
+    )
+
+
+def _export_row(export: ClassifierExport, texts, config: ClassifierEvalConfig, key: str, device: str) -> Row:
+    from darling.classifier.scoring import load_scorer  # loads torch
+
+    # ``threshold`` is the main model's only: a threshold belongs to one model's probability scale
+    threshold = config.threshold if key == "" else None
     # --device auto: this process's GPU when there is one: a 4B export scored on the CPU would take hours
-    clf = EquivalenceClassifier.from_pretrained(model_dir, device=device, batch_size=batch_size)
-    used = clf.symmetric if symmetric is None else symmetric
+    clf = load_scorer(export, threshold=threshold, device=device, batch_size=config.batch_size)
+    used = clf.symmetric if config.symmetric is None else config.symmetric
     probs = clf.prob_equivalent(texts, symmetric=used)
-    extra = {"model": str(model_dir), "kind": clf.kind, "symmetric": used}
-    return Row(str(model_dir), key, probs, clf.threshold if threshold is None else threshold, extra)
+    extra = {"model": str(export.path), "kind": clf.kind, "symmetric": used}
+    return Row(str(export.path), key, probs, clf.threshold, extra)
 
 
-def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, key: str, device: str) -> Row:
+def _zero_shot_row(backbone: str, fit: PairSet, fit_data, texts, batch_size: int, key: str, device: str) -> Row:
+    from darling.classifier.zero_shot import zero_shot_classifier  # loads torch
 
-    fit = load_pairs(fit_data)
     clf = zero_shot_classifier(backbone, fit.pairs, batch_size=batch_size, device=device)
     extra = {
         "model": f"zero-shot {backbone}",
@@ -71,10 +89,11 @@ def _zero_shot_row(backbone: str, fit_data: str | Path, texts, batch_size: int, 
     return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
-def _baseline_rows(config: ClassifierEvalConfig, pairs, texts) -> list[Row]:
+def _baseline_rows(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs, texts) -> list[Row]:
     """Token Jaccard and ROUGE-1 F, each at a threshold fitted on ``fit_data`` (else on these pairs, said so)."""
+    from darling.classifier.calibration import choose_threshold  # loads scikit-learn
 
-    fit = load_pairs(config.fit_data).pairs if config.fit_data is not None else pairs
+    fit = (inputs.fit or inputs.pairs).pairs
     fitted_on = str(config.fit_data) if config.fit_data is not None else "these pairs (no --fit-data): optimistic"
     fit_labels = np.array([p.similar for p in fit])
     rows = []
@@ -92,41 +111,34 @@ def _baseline_rows(config: ClassifierEvalConfig, pairs, texts) -> list[Row]:
     return rows
 
 
-def evaluate_classifier(config: ClassifierEvalConfig) -> dict[str, Any]:
+def evaluate_classifier(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs | None = None) -> dict[str, Any]:
     """Metrics of ``config.model`` on ``config.data``, and of ``compare`` / ``zero_shot`` on the same pairs.
 
     ``threshold`` applies to ``model`` only: every other row is judged at its own calibrated threshold
     (a threshold belongs to one model's probability scale). ``symmetric``, when given, applies to every
-    cross-encoder export.
+    cross-encoder export. ``inputs``: what ``read_inputs(config)`` returned, when the caller read them first.
     """
     c = config
-    pairs = load_pairs(c.data)  # validate inputs before loading any model
-    for export in (c.model, c.compare):
-        if export is not None:
-            read_export_meta(export)
-    if c.fit_data is not None:
-        load_pairs(c.fit_data)
+    inputs = inputs or read_inputs(c)  # every input checked before any model loads
     if c.threads:
         import torch
 
         torch.set_num_threads(c.threads)
-    texts = [p.texts for p in pairs.pairs]
+    texts = [p.texts for p in inputs.pairs.pairs]
     device = resolve_device(c.device)
-    rows = []
-    if c.model is not None:
-        rows.append(_export_row(c.model, texts, c.symmetric, c.batch_size, "", device, c.threshold))
-    if c.compare is not None:
-        rows.append(_export_row(c.compare, texts, c.symmetric, c.batch_size, "compare", device))
+    rows = [_export_row(export, texts, c, key, device) for key, export in inputs.exports.items()]
     if c.zero_shot is not None:
-        assert c.fit_data is not None  # validate() refuses zero_shot without fit_data
+        assert inputs.fit is not None  # validate() refuses zero_shot without fit_data
         key = "zero_shot" if rows else ""
-        rows.append(_zero_shot_row(c.zero_shot, c.fit_data, texts, c.batch_size, key, device))
+        rows.append(_zero_shot_row(c.zero_shot, inputs.fit, c.fit_data, texts, c.batch_size, key, device))
     if c.baselines:
-        rows += _baseline_rows(c, pairs.pairs, texts)
-    return write_rows(rows, pairs, c.data, Path(c.output))
+        rows += _baseline_rows(c, inputs, texts)
+    return write_rows(rows, inputs.pairs, c.data, Path(c.output))
 
 
 def write_rows(rows: list[Row], pairs, data, output: Path) -> dict[str, Any]:
+    from darling.classifier.report import write_report  # loads scikit-learn
+
     common = {"data": str(data), "data_sha256": pairs.sha256}
     sections = {}
     for row in rows[1:]:

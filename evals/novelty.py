@@ -58,6 +58,7 @@ from darling.evals.config import (
 )
 from darling.evals.novelty_partition import (
     DECISIONS,
+    ClassifierChoice,
     NoveltyPartitionStats,
     check_classifier,
     load_pair_scorer,
@@ -238,7 +239,7 @@ def generate_responses(
 
 # -- stage 2: partition and quality --------------------------------------------------------------------------
 def score_generations(
-    config: NoveltyConfig, frame: pl.DataFrame, progress: bool
+    config: NoveltyConfig, classifier: ClassifierChoice, frame: pl.DataFrame, progress: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (distinct, utility) for
     ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)), and the partition's counts."""
@@ -246,7 +247,7 @@ def score_generations(
     by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
     groups = by_prompt["response"].to_list()
     device = resolve_device(config.device)  # the generator's device: classifier and reward model go there too
-    scorer = load_pair_scorer(config)
+    scorer = load_pair_scorer(config, classifier)
     classes: list[list[int]] = []
     stats = NoveltyPartitionStats()
     with progress_bar(enabled=progress) as bar:
@@ -297,7 +298,7 @@ def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: s
 
 # -- the whole evaluation ------------------------------------------------------------------------------------
 def run_description(
-    config: NoveltyConfig, classifier: dict[str, Any], generation: dict[str, Any], stats: dict[str, Any]
+    config: NoveltyConfig, classifier: ClassifierChoice, generation: dict[str, Any], stats: dict[str, Any]
 ) -> dict[str, Any]:
     """What metrics.json says of how its figures were made: utility, classifier, quality, generation, partition."""
     quality = f"reward model, bucketed 1..{len(config.quality_cut_points) + 1}" if config.reward_model else None
@@ -308,7 +309,7 @@ def run_description(
             "patience": config.patience if weighted else None,
             "definition": UTILITIES[config.utility],
         },
-        **classifier,
+        **classifier.describe(),
         "reward_model": config.reward_model,
         "cut_points": list(config.quality_cut_points) if config.reward_model else None,
         "quality": quality or "none: quality = 1 for every response, so utility measures diversity only",
@@ -352,7 +353,7 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
     complete_ids = ok.filter(pl.col("n_ok") == k)["prompt_id"].to_list()
     complete = frame.filter(pl.col("prompt_id").is_in(complete_ids)).sort(GENERATION_KEY)
     if complete.height:
-        scored, per_prompt, stats = score_generations(config, complete, progress)
+        scored, per_prompt, stats = score_generations(config, classifier, complete, progress)
     else:  # nothing complete: an empty report that says so (the CLI exits 1)
         scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
     metrics = {

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from darling.classifier.config import BI_ENCODER
 from darling.classifier.encoding import PairEncoder
-from darling.classifier.export import META_FILE, read_export_meta
+from darling.classifier.export import META_FILE, ClassifierExport
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import load_tokenizer
@@ -136,36 +136,48 @@ def partition_responses(
 
 
 # -- the classifier ------------------------------------------------------------------------------------------
-def check_classifier(config: NoveltyConfig) -> dict[str, Any]:
-    """Describe the classifier from its files (cheap: runs before any generation, so a typo fails fast)."""
+@dataclass(frozen=True)
+class ClassifierChoice:
+    """The classifier and the threshold it decides at, read from its files once, before any generation (a typo
+    fails fast); the scorer is loaded from this later, so the report and the decisions read the same threshold."""
 
+    path: Path
+    export: ClassifierExport | None  # None: a foreign 2-label HF classifier
+    threshold: float
+    threshold_source: str
+    kind: str
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "classifier": str(self.path),
+            "kind": self.kind,
+            "threshold": self.threshold,
+            "threshold_source": self.threshold_source,
+        }
+
+
+def check_classifier(config: NoveltyConfig) -> ClassifierChoice:
     path = Path(str(config.classifier))
     given = config.threshold is not None
     if (path / META_FILE).exists():
-        meta = read_export_meta(path)
+        export = ClassifierExport(path)
         where = f"served by {', '.join(config.classifier_urls)}" if config.classifier_urls else "in-process"
-        source = "--threshold" if given else "the export's calibrated threshold, darling.json"
-        return {
-            "classifier": str(path),
-            "kind": f"darling {meta['kind']} export, {where}",
-            "threshold": config.threshold if given else meta["threshold"],
-            "threshold_source": source,
-        }
+        if given:
+            threshold, source = float(cast(float, config.threshold)), "--threshold"
+        else:
+            threshold, source = export.meta["threshold"], "the export's calibrated threshold, darling.json"
+        return ClassifierChoice(path, export, threshold, source, f"darling {export.kind} export, {where}")
     if not (path / "config.json").exists():
         raise UserInputError(f"{path}: not a classifier directory (no darling.json or config.json)")
     if config.classifier_urls:
         raise UserInputError(f"{path}: --classifier-url needs a darling export (it holds the encoding)")
     if not given:
         raise UserInputError(f"{path}: not a darling export, so give its decision threshold with --threshold")
-    return {
-        "classifier": str(path),
-        "kind": "HF sequence classifier, in-process",
-        "threshold": config.threshold,
-        "threshold_source": "--threshold",
-    }
+    threshold = float(cast(float, config.threshold))
+    return ClassifierChoice(path, None, threshold, "--threshold", "HF sequence classifier, in-process")
 
 
-def load_pair_scorer(config: NoveltyConfig) -> EquivalenceScorer:
+def load_pair_scorer(config: NoveltyConfig, choice: ClassifierChoice) -> EquivalenceScorer:
     """A scorer: a darling export of either kind (in-process or served) or a foreign 2-label HF classifier,
     encoded ``[CLS] a[:128] [SEP] b[:128] [SEP]`` as NoveltyBench feeds its DeBERTa, P(equivalent) = label 1."""
     from darling.classifier.scoring import (  # loads torch: not before the settings are checked
@@ -173,19 +185,15 @@ def load_pair_scorer(config: NoveltyConfig) -> EquivalenceScorer:
         load_scorer,
     )
 
-    path = Path(str(config.classifier))
     device = resolve_device(config.device)
-    if (path / META_FILE).exists():
+    if choice.export is not None:
         batch_size = None if config.classifier_urls else config.batch_size  # forward passes here, not requests
-        scorer = load_scorer(path, config.classifier_urls, device=device, batch_size=batch_size)
-    else:
-        from transformers import AutoModelForSequenceClassification
+        return load_scorer(choice.export, config.classifier_urls, choice.threshold, device, batch_size)
+    from transformers import AutoModelForSequenceClassification
 
-        model = AutoModelForSequenceClassification.from_pretrained(str(path))
-        if model.config.num_labels != 2:
-            raise UserInputError(f"{path}: a pair classifier needs 2 labels, this one has {model.config.num_labels}")
-        encoder = PairEncoder(load_tokenizer(str(path)), 128)
-        scorer = EquivalenceClassifier(model.to(device), encoder, batch_size=config.batch_size)
-    if config.threshold is not None:
-        scorer.threshold = config.threshold
-    return scorer
+    model = AutoModelForSequenceClassification.from_pretrained(str(choice.path))
+    if model.config.num_labels != 2:
+        raise UserInputError(f"{choice.path}: a pair classifier needs 2 labels, this one has {model.config.num_labels}")
+    encoder = PairEncoder(load_tokenizer(str(choice.path)), 128)
+    scorer = EquivalenceClassifier(model.to(device), encoder, batch_size=config.batch_size)
+    return scorer.with_threshold(choice.threshold)

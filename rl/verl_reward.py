@@ -47,7 +47,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
-from darling.classifier.export import read_export_meta
+from darling.classifier.export import ClassifierExport
 from darling.classifier.scoring import load_scorer
 from darling.core.devices import resolve_device
 from darling.rl.batch_reward import darling_rewards, math_quality
@@ -310,7 +310,7 @@ def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSe
     if settings.darling.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
         if not settings.classifier:
             raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
-        read_export_meta(settings.classifier)
+        ClassifierExport(settings.classifier)
     if config.algorithm.get("adv_estimator") == "remax":
         raise ValueError("DARLING with adv_estimator=remax: its greedy baseline rows would join the prompts' groups")
     if reward_loop_worker_handles is None:

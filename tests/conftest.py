@@ -150,7 +150,7 @@ def bert_servers(bert_exports):
 
     from helpers import vllm_python
 
-    from darling.classifier.export import read_export_meta
+    from darling.classifier.export import ClassifierExport
     from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env
 
     servers = {}
@@ -161,7 +161,7 @@ def bert_servers(bert_exports):
                 export,
                 python=vllm_python(),
                 dtype="float32",
-                max_model_len=read_export_meta(export)["max_length"],
+                max_model_len=ClassifierExport(export).meta["max_length"],
                 runner="classify" if kind == "cross-encoder" else "embed",
                 extra_args=CPU_SERVER_ARGS,
                 env=cpu_server_env(scratch),

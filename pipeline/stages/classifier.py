@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.classifier.config import ClassifierTrainConfig, TrainingPairsConfig
+from darling.classifier.export import ClassifierExport
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.numbers import fmt
 from darling.pipeline.script import Block
@@ -82,7 +83,7 @@ def classifier_block(plan: Plan) -> Block:
 
 # -- summary and section -------------------------------------------------------------------------------------------
 def _imported_summary(plan: Plan) -> dict[str, Any]:
-    meta = read_json(CLASSIFIER.folder(plan.run) / "darling.json")
+    meta = ClassifierExport(CLASSIFIER.folder(plan.run)).meta
     keys = ("imported", "kind", "backbone", "dtype", "max_tokens_per_response", "threshold")
     return {k: meta[k] for k in keys}
 
@@ -92,7 +93,7 @@ def classifier_summary(plan: Plan) -> dict[str, Any]:
         return _imported_summary(plan)
     step = classifier_step(plan)
     config = step.config
-    meta = read_json(step.params["output"] / "darling.json")
+    meta = ClassifierExport(step.params["output"]).meta
     data = read_json(Path(training_pairs_step(plan).config.output) / "summary.json")
     metrics = {k: v for k, v in meta["validation_metrics"].items() if isinstance(v, int | float)}
     return {

@@ -14,7 +14,7 @@ import torch
 from helpers import synthetic_pairs, write_jsonl
 from safetensors.torch import load_file, save_file
 
-from darling.classifier import BiEncoderClassifier, EmbeddingScorer, EquivalenceClassifier, TextEncoder
+from darling.classifier import BiEncoderClassifier, EmbeddingScorer, EquivalenceClassifier, TextEncoder, load_scorer
 from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.bi_encoder_training import BiEncoderModule, TextPairDataModule, cosent_loss
 from darling.classifier.config import build_config
@@ -140,7 +140,7 @@ def test_bi_encoder_export_reloads_strictly_with_identical_probabilities(bert_bi
     assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode_mean_tokens"] is True
     assert json.loads((out / "sentence_bert_config.json").read_text())["max_seq_length"] == 26
 
-    reloaded = EquivalenceClassifier.from_pretrained(out)  # dispatches on the export's kind
+    reloaded = load_scorer(out)  # dispatches on the export's kind
     assert isinstance(reloaded, BiEncoderClassifier) and reloaded.threshold == pytest.approx(meta["threshold"])
     live = BiEncoderClassifier(result.model, reloaded.encoder)
     pairs = [("A story about apples.", "A tale of apples."), ("", "x"), ("long " * 40, "")]
@@ -166,7 +166,9 @@ def test_bi_encoder_strict_load_rejects_missing_weights(bert_bi_export, tmp_path
     del weights[name]
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
     with pytest.raises(UserInputError, match="weights do not match"):
-        EquivalenceClassifier.from_pretrained(broken)
+        BiEncoderClassifier.from_pretrained(broken)
+    with pytest.raises(UserInputError, match="a bi-encoder export, which EquivalenceClassifier does not load"):
+        EquivalenceClassifier.from_pretrained(broken)  # the name says cross-encoder: it loads no other kind
 
 
 def test_qwen_bi_encoder_pools_the_last_token_and_exports_for_vllm(tmp_path, tiny_qwen_dir):
@@ -175,7 +177,7 @@ def test_qwen_bi_encoder_pools_the_last_token_and_exports_for_vllm(tmp_path, tin
     meta = json.loads((result.output / "darling.json").read_text())
     assert meta["pooling"] == "last" and meta["suffix_token_ids"] == [151643] and meta["prefix_token_ids"] == []
     assert json.loads((result.output / "config.json").read_text())["architectures"] == ["Qwen3ForCausalLM"]
-    clf = EquivalenceClassifier.from_pretrained(result.output)
+    clf = BiEncoderClassifier.from_pretrained(result.output)
     ids = clf.encoder.encode(["same text", "same text and a longer tail"])
     with torch.no_grad():  # last-token pooling reads the <|endoftext|> state, whatever the padding
         batch = clf.encoder.pad(ids)
@@ -187,8 +189,8 @@ def test_qwen_bi_encoder_pools_the_last_token_and_exports_for_vllm(tmp_path, tin
 class TableScorer(EmbeddingScorer):
     """A stand-in bi-encoder with a fixed embedding per text (first character picks the direction)."""
 
-    def __init__(self, threshold=0.5):
-        super().__init__(encoder=None, scale=10.0, bias=-5.0, threshold=threshold)
+    def __init__(self):
+        super().__init__(encoder=None, scale=10.0, bias=-5.0)
         self.calls, self.embedded = 0, 0
 
     def embed(self, texts):  # encoder-free: embeddings straight from a table
@@ -214,7 +216,7 @@ def test_bi_encoder_partition_equals_deciding_every_pair():
     rng = np.random.default_rng(0)
     groups = [["".join(rng.choice(list("abcdefgh"))) + str(k) for k in range(rng.integers(1, 9))] for _ in range(30)]
     for threshold in (0.2, 0.5, 0.9):
-        scorer = TableScorer(threshold)
+        scorer = TableScorer().with_threshold(threshold)
         classes, stats = partition_texts(groups, scorer)
         every_pair, _ = partition_texts(groups, scorer.is_equivalent, prune=False)  # a plain callable
         assert classes == every_pair

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import count_export_reads
+
 from darling.classifier.serve_classifier import ServeConfig, replica_servers
 
 
@@ -68,21 +70,10 @@ def test_serve_classifier_refuses_a_folder_that_is_not_an_export(tmp_path):
 def test_the_check_reads_the_export_once_for_both_of_its_scorers(any_export, monkeypatch):
     """serve-classifier's check builds a served and an in-process scorer of one export: one read of darling.json
     and one tokenizer between them (it read darling.json 5 times and the tokenizer twice per bi-encoder check)."""
-    import darling.classifier.export as export_module
     from darling.classifier.export import ClassifierExport
     from darling.classifier.scoring import load_scorer
 
-    reads = {"darling.json": 0, "tokenizer": 0}
-    read_meta, read_tokenizer = export_module.read_export_meta, export_module.load_tokenizer
-
-    def counted(name, load):
-        return lambda *args, **kwargs: reads.update({name: reads[name] + 1}) or load(*args, **kwargs)
-
-    for module in [m for name, m in sys.modules.items() if name.startswith("darling")]:  # wherever it was imported
-        for name, value in list(vars(module).items()):
-            if value is read_meta or value is read_tokenizer:
-                what = "darling.json" if value is read_meta else "tokenizer"
-                monkeypatch.setattr(module, name, counted(what, value))
+    reads = count_export_reads(monkeypatch)
     export = ClassifierExport(any_export)
     served, local = load_scorer(export, ["http://127.0.0.1:9"]), load_scorer(export, device="cpu")
     assert reads == {"darling.json": 1, "tokenizer": 1}

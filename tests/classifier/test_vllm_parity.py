@@ -118,8 +118,7 @@ def test_served_bi_encoder_equals_in_process(bi_exported_and_server):
     from darling.core.pooling_client import EmbedClient
 
     pairs = parity_pairs()
-    local = EquivalenceClassifier.from_pretrained(bi_exported)
-    assert isinstance(local, BiEncoderClassifier)
+    local = BiEncoderClassifier.from_pretrained(bi_exported)
     texts = [t for pair in pairs for t in pair]
     ids = local.encoder.encode(texts)
     assert max(map(len, ids)) == local.encoder.max_length  # long responses hit the budget
@@ -148,6 +147,6 @@ def test_served_bi_encoder_partitions_like_in_process_across_replicas(bi_exporte
     for lm, sm in zip(local.prob_matrices(groups), served.prob_matrices(groups), strict=True):
         assert np.abs(lm - sm).max() < 1e-3
     for threshold in np.quantile(np.concatenate([m.ravel() for m in local.prob_matrices(groups)]), [0.3, 0.6]):
-        local.threshold = served.threshold = float(threshold)
-        assert partition_texts(groups, served)[0] == partition_texts(groups, local)[0]
+        at_local, at_served = local.with_threshold(threshold), served.with_threshold(threshold)
+        assert partition_texts(groups, at_served)[0] == partition_texts(groups, at_local)[0]
     assert served.client.requests_sent >= 3

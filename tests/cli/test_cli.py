@@ -90,10 +90,9 @@ def test_eval_classifier_flags_reach_its_config(tmp_path, monkeypatch):
         "n": 1,
         **{k: 0.5 for k in ("accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold")},
     }
-    monkeypatch.setattr(darling.evals.classifier, "evaluate_classifier", lambda c: seen.append(c) or {**metrics})
-    # the command reads its inputs before it imports the scorers; these stand-ins are not what is tested here
-    monkeypatch.setattr("darling.cli.evals.load_pairs", lambda source: None)
-    monkeypatch.setattr("darling.cli.evals.read_export_meta", lambda path: {})
+    monkeypatch.setattr(darling.evals.classifier, "evaluate_classifier", lambda c, i: seen.append(c) or {**metrics})
+    # the command reads its inputs before it imports the scorers; this stand-in is not what is tested here
+    monkeypatch.setattr(darling.evals.classifier, "read_inputs", lambda config: None)
     base = ["eval", "classifier", "--model", str(tmp_path), "--data", "d.jsonl", "-o", str(tmp_path / "e")]
     for extra, symmetric in (
         ([], None),

@@ -70,12 +70,12 @@ def test_the_hf_engine_generates_on_the_commands_device(monkeypatch, smollm2_dir
 
 def test_eval_novelty_scores_on_its_device(tmp_path, minilm_bi_export):
     from darling.evals.config import NoveltyConfig
-    from darling.evals.novelty_partition import load_pair_scorer
+    from darling.evals.novelty_partition import check_classifier, load_pair_scorer
 
     config = NoveltyConfig(
         output=tmp_path, classifier=str(minilm_bi_export), prompts="naming-heldout", model="smollm2", device="meta"
     )
-    scorer = load_pair_scorer(config)
+    scorer = load_pair_scorer(config, check_classifier(config))
     with one_device(scorer.model.backbone) as wrong:
         scorer.embed(["a sunny day", "rain"])
     assert wrong == []

@@ -4,7 +4,7 @@ few steps each, differently) scored on the same labelled pairs, side by side."""
 import json
 
 import pytest
-from helpers import darling, synthetic_pairs, write_jsonl
+from helpers import count_export_reads, darling, darling_in_process, synthetic_pairs, write_jsonl
 
 from darling.classifier.config import build_config
 from darling.classifier.train import train_classifier
@@ -95,6 +95,21 @@ def test_a_wrong_compare_dir_is_a_user_error_before_scoring(tmp_path, two_export
     )
     assert result.returncode == 2 and "not a darling classifier export" in result.stderr
     assert not (tmp_path / "e").exists()
+
+
+def test_threshold_overrides_the_model_only_and_each_export_is_read_once(tmp_path, two_exports, monkeypatch):
+    """`--threshold` decides the main model's row and no other (a threshold belongs to one model's probability
+    scale); the command reads each export's darling.json and tokenizer once (it read darling.json 3 times each)."""
+    first, second = two_exports
+    data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(12, seed=4))
+    reads = count_export_reads(monkeypatch)
+    flags = ["--model", first, "--compare", second, "--data", data, "-o", tmp_path / "e", "--no-baselines"]
+    result = darling_in_process("eval", "classifier", *flags, "--threshold", "0.37")
+    assert result.returncode == 0, result.stderr
+    assert reads == {"darling.json": 2, "tokenizer": 2}
+    metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    own = json.loads((second / "darling.json").read_text())["threshold"]
+    assert metrics["threshold"] == 0.37 and metrics["compare"]["threshold"] == pytest.approx(own) and own != 0.37
 
 
 def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):

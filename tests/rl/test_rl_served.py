@@ -30,11 +30,10 @@ def test_served_and_in_process_scorers_give_identical_partitions(export, bert_se
     probs = sorted(local.prob_equivalent([(g[0], g[1]) for g in groups]))
     # A mixed regime, and midway between two observed probabilities: a threshold equal to one of them would
     # let a 1e-7 serving difference flip that pair.
-    local.threshold = float(probs[4] + probs[5]) / 2
+    local = local.with_threshold(float(probs[4] + probs[5]) / 2)
     server = bert_servers["cross-encoder"]
     with ClassifyClient([server.base_url, server.base_url]) as client:
-        served = ServedEquivalenceClassifier.from_export(export, client)
-        served.threshold = local.threshold
+        served = ServedEquivalenceClassifier.from_export(export, client).with_threshold(local.threshold)
         remote, remote_stats = partition_texts(groups, served.is_equivalent)
         requests = client.requests_sent
     mine, stats = partition_texts(groups, local.is_equivalent)

@@ -65,11 +65,11 @@ def expected(question: str, clf) -> dict[str, dict[str, float]]:
 def test_darling_manager_rewards_whole_groups_through_verl(case, tmp_path, request, smollm2_dir):
     trainer, folders, kind = CASES[case]
     require(folders)
-    from darling.classifier import EquivalenceClassifier
+    from darling.classifier import load_scorer
 
     export = request.getfixturevalue("minilm_export" if kind == "cross-encoder" else "minilm_bi_export")
-    clf = EquivalenceClassifier.from_pretrained(export)
-    clf.threshold = threshold_where_groups_matter(clf)
+    clf = load_scorer(export)
+    clf = clf.with_threshold(threshold_where_groups_matter(clf))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, folders)), "RAY_USAGE_STATS_ENABLED": "0"}
     out = tmp_path / "result.json"
     argv = [sys.executable, str(SCRIPTS / "verl_agent_loop_script.py"), trainer, str(export), str(smollm2_dir)]

@@ -134,10 +134,10 @@ def threshold_where_options_matter(clf) -> float:
     pairs = [(a, b) for group in RESPONSES for i, a in enumerate(group) for b in group[i + 1 :]]
     probs = sorted(set(float(p) for p in clf.prob_equivalent(pairs)), reverse=True)
     for high, low in zip(probs, probs[1:], strict=False):
-        clf.threshold = (high + low) / 2
-        default = expected_rewards(rows, RESPONSES, clf, DarlingConfig())
-        if all(expected_rewards(rows, RESPONSES, clf, DarlingConfig(**kw)) != default for kw in OPTIONS.values()):
-            return clf.threshold
+        at = clf.with_threshold((high + low) / 2)
+        default = expected_rewards(rows, RESPONSES, at, DarlingConfig())
+        if all(expected_rewards(rows, RESPONSES, at, DarlingConfig(**kw)) != default for kw in OPTIONS.values()):
+            return at.threshold
     pytest.fail(f"no threshold among {probs} splits the groups so that every option changes a reward")
 
 
@@ -148,10 +148,11 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
         if os.environ.get("DARLING_REQUIRE_VLLM") == "1":  # CI: set-up must have made it
             pytest.fail(reason)
         pytest.skip(reason)
-    from darling.classifier import EquivalenceClassifier
+    from darling.classifier import load_scorer
 
-    clf = EquivalenceClassifier.from_pretrained(any_export)  # either kind
-    threshold = threshold_where_options_matter(clf)
+    clf = load_scorer(any_export)  # either kind
+    clf = clf.with_threshold(threshold_where_options_matter(clf))
+    threshold = clf.threshold
 
     env = {
         **os.environ,

@@ -246,6 +246,27 @@ def darling_in_process(*args):
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
+def count_export_reads(monkeypatch) -> dict[str, int]:
+    """Counts of reads of an export's darling.json and tokenizer from now on, wherever darling imported the readers
+    (the dict fills as they happen)."""
+    import sys
+
+    import darling.classifier.export as export_module
+
+    reads = {"darling.json": 0, "tokenizer": 0}
+    readers = [(export_module.read_export_meta, "darling.json"), (export_module.load_tokenizer, "tokenizer")]
+
+    def counted(what, read):
+        return lambda *args, **kwargs: reads.update({what: reads[what] + 1}) or read(*args, **kwargs)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("darling")]:
+        for name, value in list(vars(module).items()):
+            for read, what in readers:
+                if value is read:
+                    monkeypatch.setattr(module, name, counted(what, read))
+    return reads
+
+
 def assert_one_line_error(result, *fragments: str) -> None:
     """Bad input: exit 2, one line on stderr, no traceback."""
     assert result.returncode == 2, result.stdout + result.stderr
