@@ -82,3 +82,44 @@ def test_the_rl_step_table_is_read_from_the_training_log_table():
     assert cells[0][at[GROUPS_CHANGED.key]] == "25.0%" and cells[1][at[GROUPS_CHANGED.key]] == "(50.0%)"
     assert cells[0][at["darling/classifier_pairs"]] == "56 (3)" and cells[1][at["darling/classifier_pairs"]] == "– (–)"
     assert cells[0][at["loss"]].startswith("0.5000")
+
+
+@pytest.mark.parametrize(
+    ("preset", "settings"),
+    [
+        ("cpu", {}),
+        ("cpu", {"serve_classifier": "true", "evaluate_creative": "true"}),
+        ("paper", {"rl_engine": "verl"}),
+        ("paper-chat", {}),
+    ],
+)
+def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, preset, settings):
+    """What a stage's module sets itself (``wired``) must be in its table's ``Section.wired``, which the config
+    refuses when a user sets it (or its ``extra``, the pipeline's own keys): a key missing there would let a table's
+    value be silently replaced. One replacement is the design: the evaluation on the RL prompts
+    (``eval-novelty-train/``) takes [eval_novelty]'s sampling, not its held-out prompts."""
+    import sys
+
+    import darling.pipeline.stages  # noqa: F401  (imports every room)
+    from darling.pipeline import steps as steps_module
+    from darling.pipeline.stages.eval_novelty import NOVELTY_TRAIN
+
+    seen: list[tuple[tuple[str, ...], dict]] = []
+
+    def recording(c, wired, *sections):
+        seen.append((sections, dict(wired)))
+        return steps_module.shown(c, wired, *sections)
+
+    rooms = [m for name, m in sys.modules.items() if name.startswith("darling.pipeline.stages.")]
+    for room in rooms:
+        if getattr(room, "shown", None) is steps_module.shown:
+            monkeypatch.setattr(room, "shown", recording)
+    extra = {"eval_creative.bench_dir": "/tmp", "eval_creative.judge_model": "smollm2"}
+    config = build_config(preset, tmp_path / "run", **settings, **(extra if settings.get("evaluate_creative") else {}))
+    blocks(Plan(config))
+    assert len(seen) >= 8
+    for sections, wired in seen:
+        refused = {key for s in sections for key in (*SECTIONS[s].wired, *SECTIONS[s].extra)}
+        if NOVELTY_TRAIN in str(wired.get("output")):
+            refused |= {"prompts", "limit"}
+        assert set(wired) <= refused, (sections, set(wired) - refused)
