@@ -7,21 +7,17 @@ A classifier that does not beat these on the same pairs has learnt word overlap,
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-
-def tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
+from darling.core.lexical import ngram_jaccard, tokens
 
 
 def jaccard(a: str, b: str) -> float:
-    """|A ∩ B| / |A ∪ B| over the two texts' token sets (0 for two empty texts)."""
-    sa, sb = set(tokens(a)), set(tokens(b))
-    return len(sa & sb) / max(1, len(sa | sb))
+    """|A ∩ B| / |A ∪ B| over the two texts' token sets (0 when either has no token)."""
+    return ngram_jaccard(a, b, 1)
 
 
 def rouge1_f(a: str, b: str) -> float:
