@@ -24,7 +24,7 @@ for a moment while a newer one is written with ``--save-steps``) and keeps 0.54 
 side) ~4.3 GB at its peak and ~1.1 GB after, a warm-up 0.54 GB per seed. A lever's ``KEY=VALUE`` (and
 ``--warmup-set``) reaches ``rl-train`` as ``--set`` after the bench's own defaults (checkpointing, ``threads``), so it
 overrides them; the settings the bench derives from its options (``output``, ``policy``, ``classifier``,
-``diversity``, ``seed``, ``max_steps``) are refused in a lever.
+``method``, ``seed``, ``max_steps``) are refused in a lever.
 
     .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
         --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
@@ -58,7 +58,7 @@ OWNED = {
     "output": "--out",
     "policy": "--warmup-steps (the shared start policy)",
     "classifier": "--classifier",
-    "diversity": "the bench runs both arms",
+    "method": "the bench runs both arms",
     "seed": "--seeds",
     "max_steps": "--steps / --warmup-steps",
 }
@@ -123,7 +123,7 @@ def warm_up(args, seed: int) -> str:
     out = args.out / f"warmup-{args.warmup_steps}-s{seed}"
     if not (out / "final").exists():
         argv = rl_argv(out, args.warmup_steps, args.save_steps, 2, args.warmup_set)  # alone: both cores
-        argv += ["--no-diversity", "--classifier", str(args.classifier), "--seed", str(seed)]
+        argv += ["--method", "grpo", "--classifier", str(args.classifier), "--seed", str(seed)]
         seconds = run([*argv, *resume_flag(out)], out.with_suffix(".log"))
         (out / "seconds.txt").write_text(f"{seconds:.1f}\n")
     return str(out / "final")
@@ -189,7 +189,7 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
             continue
         argv = rl_argv(out, args.steps, args.save_steps, 1, settings)  # two side by side: a core each
         argv += ["--policy", start, "--classifier", str(args.classifier), "--seed", str(seed)]
-        argv += ["--diversity" if name == "darling" else "--no-diversity", *resume_flag(out)]
+        argv += ["--method", "darling" if name == "darling" else "grpo", *resume_flag(out)]
         commands.append((argv, out.with_suffix(".log")))
     if commands:
         (root / "rl-seconds.txt").parent.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,9 @@ Examples (CPU: SmolLM2-135M policy, built-in arithmetic problems, the classifier
 
     darling rl-train --preset cpu --classifier runs/clf --output runs/rl
 
-    # the GRPO baseline
-    darling rl-train --preset cpu --no-diversity --output runs/rl-grpo
+    # the GRPO baseline; other arms: --method darling-ngram | darling-add |
+    # entropy --entropy-coef 0.001 | passk --passk-k 4
+    darling rl-train --preset cpu --method grpo --output runs/rl-grpo
 
 Multi-GPU: `accelerate launch --config_file deepspeed_zero3.yaml -m darling rl-train --preset paper-math
 --classifier runs/qwen3-clf --classifier-url http://node1:8000 --output runs/rl` (see README). Every setting
@@ -72,7 +73,7 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
             f"distinct/group {h.get(DISTINCT.key, 0):.2f}"
             + (
                 f"  term changed {h[GROUPS_CHANGED.key]:.0%} of groups"
-                if GROUPS_CHANGED.key in h and config.diversity
+                if GROUPS_CHANGED.key in h and config.reward().combine != "quality"
                 else ""
             )
         )

@@ -65,7 +65,7 @@ _RL_WIRED = (
     "reward_model_urls",
     "seed",
     "threads",
-    "diversity",
+    "method",
     "prune_checkpoints",
     "engine",
     "verl_gpus",

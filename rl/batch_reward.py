@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from darling.classifier.partition import PartitionStats, Scorer, partition_texts
 from darling.core.math_grading import extract_final_answer, is_correct
 from darling.rl.reward import (
+    PARTITIONED,
     DarlingConfig,
     TermEffect,
     batch_advantages,
@@ -71,10 +72,10 @@ def darling_rewards(
         raise ValueError("groups and quality must have the same shape")
     start = time.perf_counter()
     included = [[(q > 0) if config.correct_only else True for q in qs] for qs in quality]
-    if config.combine == "quality" and scorer is None:  # GRPO baseline: no classifier calls at all
+    if config.combine not in PARTITIONED and scorer is None:  # no partition in the reward, none measured
         classes = [list(range(sum(inc))) for inc in included]
         stats = PartitionStats(0, 0, 0)
-    else:  # (GRPO with a scorer: partitioned only to measure distinct; combine ignores the diversity)
+    else:  # (a reward without diversity, with a scorer: partitioned only to measure distinct)
         if scorer is None:
             raise ValueError(f"combine={config.combine!r} needs a pair scorer")
         kept = [[t for t, inc in zip(g, incs, strict=True) if inc] for g, incs in zip(groups, included, strict=True)]

@@ -3,8 +3,9 @@ help; presets are the data files in ``rl/presets/`` (keys are field names). Prec
 flags and ``--set`` (``darling.core.config``).
 
 The paper's choices are the defaults: rewards centred per group without std scaling (Eq. 6,
-``scale_rewards="none"``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``diversity=False`` runs
-the GRPO baseline with identical settings (quality only, no classifier calls). Any other field of TRL's
+``scale_rewards="none"``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``method`` names the arm
+(``darling.rl.methods``): ``grpo`` runs the baseline with identical settings (quality only), the others the
+ablations and the other ways to keep diversity. Any other field of TRL's
 ``GRPOConfig`` is reachable through ``grpo`` (``--set grpo.vllm_importance_sampling_correction=false``), applied
 after the command's own; a key the command already has a field for is refused, so each value has one place.
 """
@@ -19,13 +20,14 @@ from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
 from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
+from darling.rl.methods import METHOD_NAMES, METHODS, NGRAM, Method
 from darling.rl.reward import NORMS, SCALES, DarlingConfig
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
 # The --help panels of rl-train, essentials first.
 DATA_PANEL = "Data, model, output"
-REWARD_PANEL = "Reward: quality x diversity (Eq. 5)"
+REWARD_PANEL = "Reward: quality x diversity (Eq. 5), and the other arms"
 GRPO_PANEL = "GRPO (TRL's GRPOConfig)"
 HARDWARE_PANEL = "Generation and hardware"
 VERL_PANEL = "verl (--engine verl)"
@@ -39,6 +41,7 @@ VERL_LOSS_AGG = {
     "dr_grpo": "seq-mean-token-sum-norm",
 }
 REPORT_TO = ("none", "tensorboard", "wandb")
+VERL_METHODS = ("darling", "darling-add", "grpo")  # the arms the verl recipe writes
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -64,14 +67,19 @@ class RLTrainConfig(CommandConfig):
     user_template: str = option(
         CPU_TEMPLATE, help="The user turn; {problem} is replaced by the problem.", panel=DATA_PANEL
     )
-    # The reward: quality x Norm(diversity) (Eq. 5).
-    diversity: bool = option(
-        True, help="The DARLING reward; --no-diversity: the GRPO baseline (quality only).", panel=REWARD_PANEL
+    # The reward: quality x Norm(diversity) (Eq. 5), or another arm.
+    method: str = option(
+        "darling",
+        choices=METHOD_NAMES,
+        help="The arm: "
+        + "; ".join(f"{m.name}: {m.about}" for m in METHODS.values())
+        + ". Every other setting is shared, so arms compare one to one.",
+        panel=REWARD_PANEL,
     )
     classifier: Path | None = option(
         None,
-        help="Exported equivalence classifier (train-classifier); needed unless --no-diversity. With "
-        "--no-diversity it only measures distinct per group for the logs (the reward never sees it).",
+        help="Exported equivalence classifier (train-classifier); needed by darling and darling-add. With another "
+        "method it only measures distinct per group for the logs (the reward never sees it).",
         panel=REWARD_PANEL,
     )
     classifier_urls: list[str] = option(
@@ -138,13 +146,6 @@ class RLTrainConfig(CommandConfig):
         "to the other replicas; when none answers, the run stops (no decision, no reward).",
         panel=REWARD_PANEL,
     )
-    combine: str = option(
-        "multiply",
-        choices=("multiply", "add"),
-        help="How quality and diversity make the reward: multiply (paper, Eq. 5) or add (ablation); "
-        "quality only: --no-diversity.",
-        panel=REWARD_PANEL,
-    )
     norm: str = option(
         "identity",
         choices=NORMS,
@@ -159,6 +160,23 @@ class RLTrainConfig(CommandConfig):
         help="Lower bound on diversity: a correct answer in a class with every other correct one still scores "
         "floor x quality, above a wrong one (the official math runs: 0.1); 0 = off.",
         panel=REWARD_PANEL,
+    )
+    ngram_n: int = option(
+        4, help="darling-ngram: the n of its word n-grams (the paper's ablation: 4).", panel=REWARD_PANEL
+    )
+    ngram_threshold: float = option(
+        0.5,
+        help="darling-ngram: two responses are equivalent when the Jaccard overlap of their n-gram sets is at least "
+        "this.",
+        panel=REWARD_PANEL,
+    )
+    passk_k: int = option(4, help="passk: the k of pass@k (at most num_generations).", panel=REWARD_PANEL)
+    entropy_coef: float = option(
+        0.0,
+        help="TRL's entropy bonus on the loss (loss - coef x mean token entropy); the entropy method needs it > 0 "
+        "(adaptive: --set grpo.use_adaptive_entropy=true).",
+        panel=REWARD_PANEL,
+        meta=TRL,
     )
     # Sampling and optimisation (TRL's GRPOConfig).
     num_generations: int = option(
@@ -288,8 +306,7 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError("--dry-run writes verl's command: it goes with --engine verl")
         if self.engine == "verl":
             self.check_verl()
-        if self.diversity and self.classifier is None:
-            raise UserInputError("the DARLING reward needs --classifier (an exported classifier), or --no-diversity")
+        self.check_method()
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -323,8 +340,39 @@ class RLTrainConfig(CommandConfig):
                 f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
             )
 
+    def check_method(self) -> None:
+        """What the arm needs, and one place for each setting: an arm's own settings are refused on another."""
+        arm = self.arm
+        if arm.partition == "classifier" and self.classifier is None:
+            raise UserInputError(f"--method {arm.name} needs --classifier (an exported classifier)")
+        if arm.partition == NGRAM and (self.ngram_n < 1 or not 0.0 <= self.ngram_threshold <= 1.0):
+            raise UserInputError(
+                f"ngram_n must be >= 1 and ngram_threshold in [0, 1], got {self.ngram_n}, {self.ngram_threshold}"
+            )
+        if arm.entropy != (self.entropy_coef != 0.0 or bool(self.grpo.get("use_adaptive_entropy"))):
+            raise UserInputError(
+                "--method entropy needs --entropy-coef > 0 (or grpo.use_adaptive_entropy)"
+                if arm.entropy
+                else f"--entropy-coef is the entropy method's: --method {arm.name} trains without it"
+            )
+        if arm.combine == "passk":
+            if not 1 <= self.passk_k <= self.num_generations:
+                raise UserInputError(
+                    f"passk_k must be in [1, num_generations = {self.num_generations}], got {self.passk_k}"
+                )
+            if self.scale_rewards != "none":
+                raise UserInputError(
+                    "--method passk gives each response its pass@k advantage as the reward: scale_rewards must be none "
+                    "(dividing by a std again would rescale them)"
+                )
+
     def check_verl(self) -> None:
         """What ``--engine verl``'s recipe covers (``darling.rl.verl_recipe``)."""
+        if self.method not in VERL_METHODS:
+            raise UserInputError(
+                f"--engine verl runs {', '.join(VERL_METHODS)}; --method {self.method} trains on TRL (the default "
+                "engine)"
+            )
         if self.verl_gpus < 1 or self.verl_nodes < 1:
             raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
         if self.quality != "math" or self.reward_model is not None:
@@ -336,17 +384,21 @@ class RLTrainConfig(CommandConfig):
                 f"--engine verl: loss_type must be one of {', '.join(VERL_LOSS_AGG)} and scale_rewards none or group"
             )
 
+    @property
+    def arm(self) -> Method:
+        return METHODS[self.method]
+
     def darling_term(self) -> DarlingConfig:
-        """The DARLING reward these settings describe (Eq. 4-5), applied or not (the GRPO baseline measures what it
+        """The DARLING reward these settings describe (Eq. 4-5), applied or not (an arm without it measures what it
         would do): ``DarlingConfig``'s fields, read from the fields of the same names, so a reward setting is
-        declared there and here only (a flag), and reaches TRL and verl alike."""
-        return DarlingConfig(**{f.name: getattr(self, f.name) for f in fields(DarlingConfig)})
+        declared there and here only (a flag), and reaches TRL and verl alike. Its combine is the arm's when the arm
+        partitions (darling: multiply, darling-add: add), else DARLING's."""
+        values = {f.name: getattr(self, f.name) for f in fields(DarlingConfig) if f.name != "combine"}
+        return DarlingConfig(combine=self.arm.combine if self.arm.partition else "multiply", **values)
 
     def reward(self) -> DarlingConfig:
-        """The reward this run trains with: the DARLING term, or for the GRPO baseline (``diversity`` off) quality
-        only."""
-        term = self.darling_term()
-        return term if self.diversity else replace(term, combine="quality")
+        """The reward this run trains with: the arm's combine over the DARLING term's settings."""
+        return replace(self.darling_term(), combine=self.arm.combine)
 
 
 def trl_fields() -> dict[str, str]:

@@ -7,7 +7,8 @@
   response with no other included response to compare with (a lone correct answer) has diversity 1.
 - No silent floor: the reference code floored diversity at 0.1, which is not in the paper. ``floor`` is an
   explicit option, 0 by default.
-- Reward (Eq. 5): quality x Norm(Div) (``combine="multiply"``); ``"add"`` and ``"quality"`` for ablations.
+- Reward (Eq. 5): quality x Norm(Div) (``combine="multiply"``); ``"add"`` and ``"quality"`` for ablations, and
+  ``"passk"``: no diversity, the pass@k advantage of quality (``darling.rl.passk``, k = ``passk_k``) as the reward.
 - Advantage (Eq. 6): r - mean over the group, without dividing by the group's std.
 """
 
@@ -18,7 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-COMBINES = ("multiply", "add", "quality")
+from darling.rl.passk import passk_advantages
+
+COMBINES = ("multiply", "add", "quality", "passk")
+PARTITIONED = ("multiply", "add")  # the combines that read a partition
 NORMS = ("identity", "minmax")
 
 
@@ -48,14 +52,17 @@ def normalise(values: Sequence[float], norm: str = "identity") -> list[float]:
 
 @dataclass(frozen=True)
 class DarlingConfig:
-    combine: str = "multiply"  # multiply (paper) | add | quality (GRPO baseline: diversity ignored)
+    combine: str = "multiply"  # multiply (paper) | add | quality (GRPO baseline: diversity ignored) | passk
     norm: str = "identity"  # identity | minmax
     correct_only: bool = False  # partition only responses with quality > 0; the others get ``floor``
     floor: float = 0.0  # lower bound on normalised diversity (the reference's hidden 0.1); off by default
+    passk_k: int = 4  # passk: the k of pass@k (at most the group size)
 
     def __post_init__(self):
         if self.combine not in COMBINES:
             raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
+        if self.passk_k < 1:
+            raise ValueError(f"passk_k must be >= 1, got {self.passk_k}")
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
         if not 0.0 <= self.floor <= 1.0:
@@ -64,7 +71,7 @@ class DarlingConfig:
     def check_learning_signal(self) -> None:
         """Refuse settings whose reward cannot teach (both entry points call it before training; the GRPO baseline
         only measures what such a reward would do, so its term may hold them)."""
-        if self.correct_only and self.floor == 0 and self.combine != "quality":
+        if self.correct_only and self.floor == 0 and self.combine in PARTITIONED:
             # Every correct answer of a group in one class would score 0, as the wrong ones do: the group would
             # teach nothing about correctness (7 correct of one strategy + 1 wrong: all rewards 0).
             raise ValueError(
@@ -88,6 +95,8 @@ def combine(quality: Sequence[float], div: Sequence[float], config: DarlingConfi
         return [q * d for q, d in zip(quality, div, strict=True)]
     if config.combine == "add":
         return [q + d for q, d in zip(quality, div, strict=True)]  # the paper's additive ablation
+    if config.combine == "passk":  # zero-mean per group: centring (Eq. 6) leaves these advantages as they are
+        return passk_advantages([float(q) for q in quality], config.passk_k)
     return [float(q) for q in quality]
 
 

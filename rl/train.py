@@ -2,7 +2,7 @@
 
 The paper's choices are the defaults: rewards centred per group without std scaling
 (``scale_rewards="none"``, Eq. 6), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``).
-``diversity=False`` runs the GRPO baseline with identical settings (quality only, no classifier calls).
+``method`` names the arm (``darling.rl.methods``): ``grpo`` is the baseline with identical settings (quality only).
 The settings are ``darling.rl.config.RLTrainConfig`` (presets: ``rl/presets/*.toml``); any other ``GRPOConfig``
 field comes from its ``grpo`` table. In-process reward models (the classifier, a reward model, the relevance
 encoder) run on this rank's accelerator unless told otherwise: in a multi-GPU launch each rank scores on its own GPU.
@@ -22,6 +22,7 @@ from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
 from darling.rl.config import RLTrainConfig, trl_fields
+from darling.rl.methods import NGRAM
 
 SETTINGS_FILE = "darling-rl.json"
 # What a resumed run may change: where it writes, how far it goes, where the classifier is served and the models
@@ -70,11 +71,15 @@ def build_dataset(config: RLTrainConfig):
 
 
 def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
-    """The in-process (on ``classifier_device``, default this rank's accelerator) or vLLM-served classifier,
-    either kind, of ``export`` (``config.classifier`` already read) or ``config.classifier``; the GRPO baseline gets
-    one only to measure distinct per group for the logs (None without --classifier)."""
+    """What partitions the groups: for darling-ngram its word n-gram scorer (no model); else the in-process (on
+    ``classifier_device``, default this rank's accelerator) or vLLM-served classifier, either kind, of ``export``
+    (``config.classifier`` already read) or ``config.classifier``. An arm whose reward reads no partition gets one
+    only to measure distinct per group for the logs (None without --classifier)."""
+    from darling.classifier.ngram import ngram_scorer
     from darling.classifier.scoring import load_scorer  # loads torch: not before the settings are checked
 
+    if config.arm.partition == NGRAM:
+        return ngram_scorer(config.ngram_n, config.ngram_threshold)
     if config.classifier is None:
         return None
     export = export or ClassifierExport(config.classifier)

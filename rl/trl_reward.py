@@ -103,7 +103,8 @@ class DarlingRewardFunction:
         self.quality = quality
         self.scale = scale  # the trainer's scale_rewards: the term's effect is measured on its advantages
         self.term = term  # the GRPO baseline: the DARLING reward whose would-be effect is logged
-        self.__name__ = "darling" if self.config.combine != "quality" else "quality"  # TRL logs rewards/<name>
+        # TRL logs rewards/<name>: the DARLING reward, quality alone, or pass@k advantages
+        self.__name__ = {"quality": "quality", "passk": "passk"}.get(self.config.combine, "darling")
         self.last: BatchReward | None = None  # the last BatchReward, for tests and callbacks
 
     def groups(self, prompts: Sequence[Any], texts: list[str]) -> list[list[str]]:

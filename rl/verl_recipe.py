@@ -5,7 +5,7 @@ for verl), plus the training data in verl's Parquet format (``write_verl_data``:
 ``user_template``, the reference answer as ``reward_model.ground_truth``). The quality is darling's
 ``compute_quality`` (math-verify, in verl's per-sample reward loop); DARLING's group reward comes from the agent-loop
 manager ``darling.rl.verl_agent_loop.DarlingAgentLoopManager`` with its settings under ``+darling.*``; the GRPO
-baseline (``--no-diversity``) is the same command without them. Keys are verl 0.9's (``reward.*``, not the legacy
+baseline (``--method grpo``) is the same command without them. Keys are verl 0.9's (``reward.*``, not the legacy
 ``custom_reward_function.*`` that verl 0.9's ``main_ppo`` ignores); tests compose every line against verl's own
 Hydra config.
 """
@@ -113,7 +113,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         f"trainer.logger=[{','.join(['console', 'file', *[r for r in config.report_to if r != 'none']])}]",
         f"data.seed={config.seed}",
     ]
-    if config.diversity:
+    if config.arm.partition:  # darling, darling-add: the group reward; grpo: verl's own reward loop alone
         lines += darling_lines(config)
     return lines
 

@@ -51,7 +51,7 @@ from darling.classifier.export import ClassifierExport
 from darling.classifier.scoring import load_scorer
 from darling.core.devices import resolve_device
 from darling.rl.batch_reward import darling_rewards, math_quality
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import PARTITIONED, DarlingConfig
 
 _SCORERS: dict[tuple, Any] = {}  # one classifier per process: verl calls the reward every step
 
@@ -116,7 +116,7 @@ class VerlSettings:
 
 def scorer(settings: VerlSettings):
     """The exported classifier (either kind, in-process or served), loaded once per process."""
-    if settings.darling.combine == "quality":
+    if settings.darling.combine not in PARTITIONED:  # quality alone, or pass@k: the reward reads no partition
         return None
     if not settings.classifier:
         raise ValueError("the DARLING reward needs `classifier=<exported classifier dir>` in its reward kwargs")
@@ -307,7 +307,7 @@ EXTRA_KEYS = ("quality", "diversity", "distinct")  # per response, in verl's rew
 def check_trainer_config(config: Any, reward_loop_worker_handles: Any) -> VerlSettings:
     """Refuse, when verl builds the manager, what would make the DARLING reward wrong rather than fail mid-run."""
     settings = VerlSettings.from_config(config)
-    if settings.darling.combine != "quality":  # a missing or wrong export fails here, not in the first group's worker
+    if settings.darling.combine in PARTITIONED:  # a missing or wrong export fails here, not in the first group's worker
         if not settings.classifier:
             raise ValueError("the DARLING reward needs +darling.classifier=<exported classifier dir>")
         ClassifierExport(settings.classifier)

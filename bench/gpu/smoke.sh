@@ -379,11 +379,11 @@ step_chain_rl() {
     set -e
     cd "$WORK"
     [ -f chain/classifier/darling.json ] || { echo "no chain classifier export (chain-classifier failed)"; exit 3; }
-    local out=$WORK/chain/rl diversity=--diversity
-    if [ "$1" = grpo ]; then out=$WORK/chain/rl-grpo diversity=--no-diversity; fi
+    local out=$WORK/chain/rl method=darling
+    if [ "$1" = grpo ]; then out=$WORK/chain/rl-grpo method=grpo; fi
     # shellcheck disable=SC2086
     chain_darling "$CHAIN_EXPECT_RL" rl-train --preset naming $RL_FLAGS $CHAIN_RL_MODELS --output "$out" --limit 4 \
-        $diversity --classifier "$WORK/chain/classifier" --strict-length $CHAIN_RL_SIZE \
+        --method $method --classifier "$WORK/chain/classifier" --strict-length $CHAIN_RL_SIZE \
         --temperature 0.7 --save-steps 4 --prune-checkpoints --seed 0 --threads "$CHAIN_THREADS"
     ls -la "$out" "$out/final"
     if ls -d "$out"/checkpoint-* 2>/dev/null; then echo "checkpoints left despite --prune-checkpoints"; exit 5; fi

@@ -21,6 +21,8 @@ from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.steps import Step, input_path, run_relative, shown, table_values
 from darling.rl.config import RewardServeConfig, RLTrainConfig
+from darling.rl.methods import DARLING as DARLING_METHOD
+from darling.rl.methods import GRPO as GRPO_METHOD
 
 GRPO_RUN = "rl-grpo"  # RUN/rl-grpo/: the GRPO baseline
 WARMUP = "rl-warmup"  # RUN/rl-warmup/: the GRPO warm-up both runs start from
@@ -84,7 +86,7 @@ def warmup_step(plan: Plan) -> Step | None:
         return None
     threads = c.threads * c.jobs if c.threads else None  # alone in the block: the cores the runs would share
     own = table_values(c, "rl_warmup")
-    return plan.once((WARMUP,), lambda: _rl_run(plan, WARMUP, diversity=False, own=own, threads=threads))
+    return plan.once((WARMUP,), lambda: _rl_run(plan, WARMUP, method=GRPO_METHOD.name, own=own, threads=threads))
 
 
 def rl_step(plan: Plan, grpo: bool = False) -> Step:
@@ -94,20 +96,18 @@ def rl_step(plan: Plan, grpo: bool = False) -> Step:
     c = plan.config
     own = table_values(c, "rl_grpo") if grpo else {}
     start = {"policy": str(c.run / WARMUP / "final")} if c.rl_warmup else {}
-    folder = GRPO_RUN if grpo else RL.name
-    return plan.once(
-        (folder,), lambda: _rl_run(plan, folder, diversity=not grpo, own={**own, **start}, threads=c.threads)
-    )
+    folder, method = (GRPO_RUN, GRPO_METHOD.name) if grpo else (RL.name, DARLING_METHOD.name)
+    return plan.once((folder,), lambda: _rl_run(plan, folder, method, {**own, **start}, c.threads))
 
 
-def _rl_run(plan: Plan, folder: str, diversity: bool, own: dict[str, Any], threads: int | None) -> Step:
+def _rl_run(plan: Plan, folder: str, method: str, own: dict[str, Any], threads: int | None) -> Step:
     c = plan.config
     preset = c.rl.get("preset")
     wired: dict[str, Any] = {
         "output": c.run / folder,
         "classifier": CLASSIFIER.folder(c.run),
         "seed": c.seed,
-        "diversity": diversity,
+        "method": method,
         "prune_checkpoints": not c.keep_checkpoints,
         "threads": threads,
     }
@@ -280,7 +280,7 @@ def rl_summary(plan: Plan) -> dict[str, Any]:
     if warmup is not None:
         runs["warmup"] = run_summary(warmup, "quality only (the GRPO warm-up both runs start from)")
     darling = rl_step(plan)
-    runs["darling"] = run_summary(darling, f"quality x diversity ({darling.config.combine})")
+    runs["darling"] = run_summary(darling, f"quality x diversity ({darling.config.reward().combine})")
     if c.grpo_baseline:
         runs["grpo"] = run_summary(rl_step(plan, grpo=True), "quality only (GRPO baseline)")
     return {"runs": runs, "side_by_side": c.jobs > 1 and c.grpo_baseline, "served_classifier": c.serve_classifier}

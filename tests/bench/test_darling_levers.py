@@ -27,7 +27,7 @@ def parsed(argv: list[str]):
     from darling.cli.main import app
     from darling.cli.options import parse_argv
 
-    return parse_argv(app, [*argv, "--no-diversity"])[0]
+    return parse_argv(app, [*argv, "--method", "grpo"])[0]
 
 
 def test_checkpoints_once_at_the_end_by_default(levers, tmp_path):

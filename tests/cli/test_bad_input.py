@@ -233,7 +233,10 @@ RECORD_COMMANDS = {
             o,
         ],
     ),
-    "rl-train --problems": ("problems", lambda t, f, o: ["rl-train", "--no-diversity", "--problems", f, "--output", o]),
+    "rl-train --problems": (
+        "problems",
+        lambda t, f, o: ["rl-train", "--method", "grpo", "--problems", f, "--output", o],
+    ),
     "eval novelty --prompts": (
         "prompts",
         lambda t, f, o: [

@@ -55,7 +55,7 @@ def test_settings_panels_put_the_essentials_first_and_pipeline_help_names_every_
     from darling.pipeline.config import SECTIONS
 
     panels = [line.split("─ ", 1)[1].split(" ─", 1)[0] for line in render(["rl-train"]).splitlines() if "╭─ " in line]
-    assert panels[:3] == ["Options", "Data, model, output", "Reward: quality x diversity (Eq. 5)"]
+    assert panels[:3] == ["Options", "Data, model, output", "Reward: quality x diversity (Eq. 5), and the other arms"]
     assert {"GRPO (TRL's GRPOConfig)", "Generation and hardware", "Checkpoints, logging, seed"} <= set(panels)
     pipeline = " ".join(render(["pipeline"]).split())
     assert all(f"[{name}]" in pipeline for name in SECTIONS), [n for n in SECTIONS if f"[{n}]" not in pipeline]

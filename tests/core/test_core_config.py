@@ -103,12 +103,12 @@ def test_rl_train_flags_aliases_config_file_and_set_reach_the_config(tmp_path: P
     assert (config.learning_rate, config.max_steps) == (5e-6, 9)  # --lr beat --set; --set beat the preset
     assert (config.problems, config.floor, config.correct_only) == ("champ", 0.2, True)  # the file beat the preset
     assert (config.classifier_threshold, config.classifier_urls) == (0.9, ["http://a:1", "http://b:2"])
-    assert (config.temperature, config.limit, config.threads, config.diversity) == (0.7, 32, 1, True)  # cpu preset
+    assert (config.temperature, config.limit, config.threads, config.method) == (0.7, 32, 1, "darling")  # cpu preset
     assert "step 1: reward 0.500  quality 1.000  diversity 0.500" in result.output
     assert "policy saved to" in result.output and f"{tmp_path / 'rl'}/final" in result.output  # rich may wrap
 
     seen.clear()
-    argv = ["rl-train", "--no-diversity", "--preset", "paper-math", "--output", str(tmp_path / "paper")]
+    argv = ["rl-train", "--method", "grpo", "--preset", "paper-math", "--output", str(tmp_path / "paper")]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     ((config, resume),) = seen
@@ -124,7 +124,7 @@ def test_rl_train_config_file_and_set_on_the_real_cli(tmp_path: Path):
     """Each layer's bad value is refused with one line naming its origin and field, before anything is written."""
     config = tmp_path / "rl.toml"
     config.write_text("num_generations = 3\n")
-    args = ["rl-train", "--no-diversity", "--output", str(tmp_path / "o"), "--config", str(config)]
+    args = ["rl-train", "--method", "grpo", "--output", str(tmp_path / "o"), "--config", str(config)]
     result = darling(*args, "--set", "per_device_train_batch_size=4")
     assert_one_line_error(result, "= 4 must be a multiple of num_generations = 3")  # the file's 3 reached the config
     result = darling(*args, "--set", "num_generations=4", "-n", "0")

@@ -89,8 +89,8 @@ def test_open_ended_prompts_train_with_an_open_ended_quality_only(tmp_path):
 
     config = RLTrainConfig.build("naming", overrides={"output": tmp_path / "rl", "classifier": tmp_path})
     assert config.quality == "relevant-short-answer" and len(build_dataset(config)) == 48
-    math = RLTrainConfig.build("naming", overrides={"output": tmp_path / "rl", "quality": "math", "diversity": False})
+    math = RLTrainConfig.build("naming", overrides={"output": tmp_path / "rl", "quality": "math", "method": "grpo"})
     with pytest.raises(UserInputError, match="no problems with a reference answer"):
         build_dataset(math)
     with pytest.raises(UserInputError, match="drop --quality"):
-        RLTrainConfig.build("naming", overrides={"output": tmp_path, "reward_model": tmp_path, "diversity": False})
+        RLTrainConfig.build("naming", overrides={"output": tmp_path, "reward_model": tmp_path, "method": "grpo"})

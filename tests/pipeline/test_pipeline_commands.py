@@ -174,7 +174,7 @@ def test_paper_tiny_runs_papers_commands_with_only_values_changed(tmp_path):
     rl_sizes = {"limit", "max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps"}
     hardware = {"use_vllm", "use_cpu", "bf16", "threads"}  # TRL's vLLM moves weights over NCCL: GPUs only
     assert rl_changed <= {"policy", "problems", "steps_per_generation", "max_steps", "save_steps", *rl_sizes, *hardware}
-    for key in ("floor", "correct_only", "combine", "scale_rewards", "loss_type", "user_template", "num_generations"):
+    for key in ("floor", "correct_only", "method", "scale_rewards", "loss_type", "user_template", "num_generations"):
         assert rl_tiny.get(key) == rl_paper.get(key), key  # the reward and the loss are paper-math's
 
 
@@ -229,7 +229,7 @@ def test_paper_preset_with_verl_writes_rl_train_engine_verl_and_its_command_writ
     assert all("--engine verl --verl-gpus 6" in line for line in lines) and "accelerate launch" not in script
     assert not (run / "inputs" / "accelerate.yaml").exists()
     darling_line = next(line for line in lines if '--output "$RUN/rl"' in line)
-    assert "--no-diversity" in next(line for line in lines if line is not darling_line)
+    assert "--method grpo" in next(line for line in lines if line is not darling_line)
     words = shlex.split(darling_line.replace("$RUN", str(run)).split("|| ", 1)[1].split(" $(", 1)[0])
     words = words[words.index("darling") + 1 :]
     (run / "classifier").mkdir()  # written by the classifier stage before RL; the dry run only names it

@@ -128,7 +128,7 @@ def test_rl_train_scores_quality_on_the_served_reward_model(reward_server, tmp_p
     """One GRPO step whose quality comes from the server (a dead replica listed first: failed over); then the same
     run with only dead replicas stops with a one-line error and saves nothing; a URL without the model is refused."""
     problems = write_jsonl(tmp_path / "p.jsonl", [{"id": 0, "question": "Name a fruit.", "answer": "apple"}])
-    base = ["rl-train", "--preset", "cpu", "--no-diversity", "--reward-model", TINY, "--problems", problems]
+    base = ["rl-train", "--preset", "cpu", "--method", "grpo", "--reward-model", TINY, "--problems", problems]
     base += ["--policy", "tiny:qwen3-lm", "--max-steps", "1", "--max-completion-length", "8", "--server-retries", "0"]
     ok = darling(
         *base, "--reward-model-url", dead_url(), "--reward-model-url", reward_server.base_url, "-o", tmp_path / "a"
@@ -140,6 +140,6 @@ def test_rl_train_scores_quality_on_the_served_reward_model(reward_server, tmp_p
     assert died.returncode == 1 and "reward model server failed" in died.stderr, died.stderr[-3000:]
     assert "Traceback" not in died.stderr and not (tmp_path / "b" / "checkpoint-1").exists()
     no_model = darling_in_process(
-        "rl-train", "--no-diversity", "--reward-model-url", reward_server.base_url, "-o", tmp_path
+        "rl-train", "--method", "grpo", "--reward-model-url", reward_server.base_url, "-o", tmp_path
     )
     assert_one_line_error(no_model, "--reward-model-url needs --reward-model")

@@ -87,10 +87,10 @@ def test_correct_only_without_a_floor_is_refused_where_users_set_it(tmp_path):
         "cpu", overrides={"output": tmp_path, "classifier": tmp_path, "correct_only": True, "floor": 0.1}
     )
     paper = RLTrainConfig.preset_values("paper-math")
-    assert (paper["floor"], paper.get("correct_only", False), paper.get("combine", "multiply")) == (
+    assert (paper["floor"], paper.get("correct_only", False), paper.get("method", "darling")) == (
         0.1,
         False,
-        "multiply",
+        "darling",
     )
 
 

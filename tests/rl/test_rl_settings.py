@@ -79,11 +79,11 @@ def test_paper_math_reaches_trl_as_the_official_runs_set_it(tmp_path):
     )
     assert args.report_to == ["tensorboard"] and args.scale_rewards == "none" and args.loss_type == "dapo"
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (8, 8, 32)
-    fp32 = grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False}))
+    fp32 = grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo"}))
     assert fp32.model_init_kwargs == {"dtype": "float32"} and fp32.report_to == []  # "none": no logger
     server = RLTrainConfig.build(
         "cpu",
-        overrides={"output": tmp_path, "diversity": False, "vllm_mode": "server", "vllm_server_port": 8200},
+        overrides={"output": tmp_path, "method": "grpo", "vllm_mode": "server", "vllm_server_port": 8200},
     )
     assert (grpo_args(server).vllm_server_host, grpo_args(server).vllm_server_port) == ("127.0.0.1", 8200)
 
@@ -91,7 +91,7 @@ def test_paper_math_reaches_trl_as_the_official_runs_set_it(tmp_path):
 def test_any_grpo_config_field_after_the_commands_own(tmp_path):
     more = {
         "output": tmp_path,
-        "diversity": False,
+        "method": "grpo",
         "grpo.epsilon_high": 0.28,
         "grpo.model_init_kwargs": '{"dtype": "bfloat16"}',
     }
@@ -100,13 +100,19 @@ def test_any_grpo_config_field_after_the_commands_own(tmp_path):
     with pytest.raises(
         UserInputError, match="grpo.learning_rate: rl-train sets it from its own setting; use --learning-rate"
     ):
-        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "grpo.learning_rate": 1})
+        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "grpo.learning_rate": 1})
     with pytest.raises(UserInputError, match="grpo.epsilon_hihg: not a field of TRL"):
-        grpo_args(
-            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "grpo.epsilon_hihg": 1})
-        )
+        grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "grpo.epsilon_hihg": 1}))
     typo = darling(
-        "rl-train", "--preset", "cpu", "--no-diversity", "--set", "grpo.epsilon_hihg=1", "--output", str(tmp_path / "x")
+        "rl-train",
+        "--preset",
+        "cpu",
+        "--method",
+        "grpo",
+        "--set",
+        "grpo.epsilon_hihg=1",
+        "--output",
+        str(tmp_path / "x"),
     )
     assert_one_line_error(typo, "grpo.epsilon_hihg: not a field of TRL")  # before any model loads
     assert not (tmp_path / "x").exists()
@@ -114,10 +120,11 @@ def test_any_grpo_config_field_after_the_commands_own(tmp_path):
 
 # rl-train's settings that are darling's own (data, the reward, devices, the verl recipe): they never reach TRL
 DARLING_OWN = {
-    "policy", "problems", "limit", "user_template", "diversity", "classifier", "classifier_urls",
+    "policy", "problems", "limit", "user_template", "method", "classifier", "classifier_urls",
     "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
-    "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "combine", "norm", "correct_only",
-    "floor", "prune_checkpoints", "threads", "engine", "verl_gpus", "verl_nodes", "dry_run", "grpo", "trainable_layers",
+    "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "norm", "correct_only",
+    "floor", "ngram_n", "ngram_threshold", "passk_k", "prune_checkpoints", "threads", "engine", "verl_gpus",
+    "verl_nodes", "dry_run", "grpo", "trainable_layers",
 }  # fmt: skip
 
 
@@ -133,7 +140,7 @@ def test_every_setting_reaches_trl_once_or_is_darlings_own(tmp_path):
     to_trl = trl_fields()
     assert set(to_trl.values()) | DARLING_OWN == names and not set(to_trl.values()) & DARLING_OWN
     assert set(to_trl) <= {f.name for f in fields(GRPOConfig)}
-    config = RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, "learning_rate": 3e-5})
+    config = RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "learning_rate": 3e-5})
     args = grpo_args(config)
     for trl_name, name in to_trl.items():
         want = str(config.output) if name == "output" else getattr(config, name)
@@ -142,7 +149,7 @@ def test_every_setting_reaches_trl_once_or_is_darlings_own(tmp_path):
         assert getattr(args, trl_name) == (want if name != "report_to" else []), trl_name  # "none": TRL's []
     for trl_name in to_trl:
         with pytest.raises(UserInputError, match=f"grpo.{trl_name}: rl-train sets it from its own setting"):
-            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "diversity": False, f"grpo.{trl_name}": 1})
+            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", f"grpo.{trl_name}": 1})
 
 
 def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
@@ -159,18 +166,16 @@ def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
             RLTrainConfig.build("cpu", overrides={"output": "x", "classifier": "clf", **bad})
     DarlingConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed
     DarlingConfig(correct_only=True)  # what the baseline measures DARLING's term with: it may hold them
-    RLTrainConfig.build("cpu", overrides={"output": "x", "diversity": False, "correct_only": True})
+    RLTrainConfig.build("cpu", overrides={"output": "x", "method": "grpo", "correct_only": True})
 
 
 def test_the_cpu_presets_train_without_recomputing_activations(tmp_path):
     """TRL's GRPO recomputes every layer in the backward pass by default (gradient_checkpointing); a small policy on
     CPU has memory to spare, so the CPU presets turn it off (a forward pass a step); the flag turns it back on."""
     for preset in ("naming", "cpu"):
-        config = RLTrainConfig.build(preset, overrides={"output": tmp_path, "diversity": False})
+        config = RLTrainConfig.build(preset, overrides={"output": tmp_path, "method": "grpo"})
         assert grpo_args(config).gradient_checkpointing is False, preset
-    on = RLTrainConfig.build(
-        "naming", overrides={"output": tmp_path, "diversity": False, "gradient_checkpointing": True}
-    )
+    on = RLTrainConfig.build("naming", overrides={"output": tmp_path, "method": "grpo", "gradient_checkpointing": True})
     assert grpo_args(on).gradient_checkpointing is True
     from dataclasses import fields
 
@@ -183,9 +188,9 @@ def test_the_cpu_presets_train_without_recomputing_activations(tmp_path):
 def test_the_naming_preset_trains_where_the_device_rule_says(tmp_path):
     """The naming preset (the cpu chain's RL) leaves use_cpu off: TRL then takes this rank's GPU where CUDA is
     present, and the CPU here; `--use-cpu` still pins the CPU."""
-    config = RLTrainConfig.build("naming", overrides={"output": tmp_path, "diversity": False})
+    config = RLTrainConfig.build("naming", overrides={"output": tmp_path, "method": "grpo"})
     args = grpo_args(config)
     assert args.use_cpu is False
     assert args.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    pinned = RLTrainConfig.build("naming", overrides={"output": tmp_path, "diversity": False, "use_cpu": True})
+    pinned = RLTrainConfig.build("naming", overrides={"output": tmp_path, "method": "grpo", "use_cpu": True})
     assert grpo_args(pinned).use_cpu is True

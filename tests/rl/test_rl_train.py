@@ -25,7 +25,7 @@ EASY = [
 def test_group_splitting_settings_are_refused(tmp_path):
     with pytest.raises(UserInputError, match="multiple of num_generations"):
         RLTrainConfig.build(
-            "cpu", overrides=dict(output=tmp_path, diversity=False, num_generations=3, per_device_train_batch_size=4)
+            "cpu", overrides=dict(output=tmp_path, method="grpo", num_generations=3, per_device_train_batch_size=4)
         )
     with pytest.raises(UserInputError, match="--classifier"):
         RLTrainConfig.build("cpu", overrides=dict(output=tmp_path))
@@ -92,26 +92,29 @@ def test_reward_ablation_options_reach_the_reward(tmp_path):
     config = RLTrainConfig.build(
         "cpu",
         overrides=dict(
-            output=tmp_path, classifier=tmp_path, combine="add", norm="minmax", floor=0.1, correct_only=True
+            output=tmp_path, classifier=tmp_path, method="darling-add", norm="minmax", floor=0.1, correct_only=True
         ),
     )
     assert config.reward() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
-    baseline = RLTrainConfig.build("cpu", overrides=dict(output=tmp_path, diversity=False, norm="minmax"))
+    baseline = RLTrainConfig.build("cpu", overrides=dict(output=tmp_path, method="grpo", norm="minmax"))
     assert baseline.reward().combine == "quality"
-    bad = darling("rl-train", "--preset", "cpu", "--no-diversity", "--norm", "zscore", "--output", str(tmp_path / "x"))
+    bad = darling(
+        "rl-train", "--preset", "cpu", "--method", "grpo", "--norm", "zscore", "--output", str(tmp_path / "x")
+    )
     assert_one_line_error(bad, "norm must be one of identity, minmax")
     assert not (tmp_path / "x").exists()
 
 
 def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
     """Both refused with one line before any model loads and before anything is written."""
-    resumed = darling("rl-train", "--preset", "cpu", "--no-diversity", "--resume", "--output", str(tmp_path / "a"))
+    resumed = darling("rl-train", "--preset", "cpu", "--method", "grpo", "--resume", "--output", str(tmp_path / "a"))
     assert_one_line_error(resumed, "--resume given, but there is no checkpoint")
     missing = darling(
         "rl-train",
         "--preset",
         "cpu",
-        "--no-diversity",
+        "--method",
+        "grpo",
         "--policy",
         str(tmp_path / "no" / "model"),
         "--output",
@@ -119,7 +122,7 @@ def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
     )
     assert_one_line_error(missing, "--policy", "no such model folder")
     not_a_model = darling(
-        "rl-train", "--preset", "cpu", "--no-diversity", "--policy", str(tmp_path), "--output", str(tmp_path / "c")
+        "rl-train", "--preset", "cpu", "--method", "grpo", "--policy", str(tmp_path), "--output", str(tmp_path / "c")
     )
     assert_one_line_error(not_a_model, "not a model folder (no config.json)")
     assert not any((tmp_path / name).exists() for name in "abc")
@@ -205,7 +208,7 @@ def test_trainable_layers_trains_the_top_layers_only(tmp_path, minilm_bi_export,
     problems = write_jsonl(tmp_path / "easy.jsonl", EASY)
     result = darling(
         "rl-train", "--preset", "naming", "--output", tmp_path / "rl", "--classifier", minilm_bi_export,
-        "--problems", problems, "--user-template", "{problem}", "--no-diversity", "--max-steps", "1",
+        "--problems", problems, "--user-template", "{problem}", "--method", "grpo", "--max-steps", "1",
         "--per-device-train-batch-size", "8", "--max-completion-length", "8", "--save-steps", "100",
         "--learning-rate", "1e-3", "--trainable-layers", "2", "--threads", "2",
     )  # fmt: skip

@@ -129,7 +129,7 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
     common = ["rl-train", "--preset", "paper-math", "--engine", "verl", "--dry-run", "--problems", "gsm8k"]
     common += ["--limit", "16", "--verl-gpus", "6", "--classifier", str(minilm_bi_export)]
     urls = ["--classifier-url", "http://127.0.0.1:8100", "--classifier-url", "http://127.0.0.1:8101"]
-    runs = {"darling": [*urls], "grpo": ["--no-diversity", "--scale-rewards", "group"]}
+    runs = {"darling": [*urls], "grpo": ["--method", "grpo", "--scale-rewards", "group"]}
     for name, extra in runs.items():
         proc = subprocess.run([darling, *common, *extra, "--output", tmp_path / name], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr

@@ -36,7 +36,7 @@ def test_verl_metrics_become_log_history_and_a_resumed_run_keeps_the_earlier_ste
     ],
 )
 def test_settings_the_verl_recipe_cannot_carry_are_refused(tmp_path, flags, message):
-    argv = ["rl-train", "--preset", "paper-math", "--engine", "verl", "--dry-run", "--no-diversity"]
+    argv = ["rl-train", "--preset", "paper-math", "--engine", "verl", "--dry-run", "--method", "grpo"]
     argv += ["--problems", "gsm8k", "--limit", "4", "--output", tmp_path / "out", *flags]
     assert_one_line_error(darling_in_process(*argv), message)
     assert not (tmp_path / "out").exists()  # refused before anything is written

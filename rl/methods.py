@@ -1,0 +1,45 @@
+"""The ways ``rl-train`` can keep a policy diverse, each a named arm (``--method``) sharing every other setting: the
+same policy, prompts, seeds, sampling and budget, so arms compare one to one.
+
+An arm is how its reward is made from each response's quality (``combine``, ``darling.rl.reward``), what decides
+that two responses are equivalent in it (``partition``: the trained classifier, word n-grams, or nothing), and
+whether TRL adds its entropy bonus to the loss. What each arm changed is in the training log: the share of groups
+whose advantages differ from GRPO's (``darling/groups_changed``), or for ``entropy`` TRL's own ``entropy`` times the
+coefficient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CLASSIFIER, NGRAM = "classifier", "ngram"  # what partitions a group's responses in the reward
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    about: str  # one line, for --help and reports
+    combine: str  # DarlingConfig.combine: multiply | add | quality | passk
+    partition: str | None = None  # CLASSIFIER | NGRAM | None: the reward reads no partition
+    entropy: bool = False  # TRL's entropy bonus on the loss (entropy_coef > 0)
+
+
+DARLING = Method("darling", "quality x diversity of the classifier's partition (paper, Eq. 5)", "multiply", CLASSIFIER)
+GRPO = Method("grpo", "quality only: the baseline", "quality")
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        DARLING,
+        GRPO,
+        Method("darling-add", "quality + diversity: the paper's additive ablation", "add", CLASSIFIER),
+        Method(
+            "darling-ngram",
+            "quality x diversity of a word n-gram partition: the paper's lexical ablation, no classifier",
+            "multiply",
+            NGRAM,
+        ),
+        Method("entropy", "quality, with TRL's entropy bonus on the loss (entropy_coef)", "quality", entropy=True),
+        Method("passk", "the pass@k advantage of quality (arXiv 2508.10751; passk_k)", "passk"),
+    )
+}
+METHOD_NAMES = tuple(METHODS)

@@ -1,0 +1,85 @@
+"""Every arm of `rl-train --method` trains a real SmolLM2 step through TRL's GRPOTrainer, and the advantages TRL used
+are the arm's own, recomputed here from the batch's texts and qualities by the independent references of
+tests/rl/test_diversity_methods.py (issue 39). The classifier arms (darling, grpo) are tested in test_rl_train.py."""
+
+import json
+
+import pytest
+from arm_references import every_pair_partition, subsets_reference
+from helpers import darling, darling_in_process, write_jsonl
+
+from darling.rl.reward import diversity
+from darling.rl.train import RLTrainConfig, build_trainer, rl_train
+
+pytestmark = pytest.mark.slow
+
+PROMPTS = [{"id": i, "question": q, "answer": "x"} for i, q in enumerate(["Name a color.", "Name a fruit."])]
+TINY = dict(max_steps=1, max_completion_length=12, learning_rate=1e-5, temperature=1.3, save_steps=100)
+
+
+def expected_rewards(method: str, texts: list[list[str]], quality: list[list[float]]) -> list[list[float]]:
+    if method == "passk":
+        return [subsets_reference(q, 2) for q in quality]
+    if method == "entropy":
+        return quality
+    classes = [every_pair_partition(g, 4, 0.5) for g in texts]
+    return [[q * d for q, d in zip(qs, diversity(c), strict=True)] for qs, c in zip(quality, classes, strict=True)]
+
+
+@pytest.mark.parametrize("method", ["darling-ngram", "passk", "entropy"])
+def test_each_arm_trains_with_its_own_advantages(method, tmp_path, smollm2_dir):
+    problems = write_jsonl(tmp_path / "p.jsonl", PROMPTS)
+    own = {"darling-ngram": {}, "passk": {"passk_k": 2}, "entropy": {"entropy_coef": 0.01}}[method]
+    config = RLTrainConfig.build(
+        "naming",
+        overrides=dict(output=tmp_path / "rl", problems=str(problems), user_template="{problem}", method=method)
+        | dict(per_device_train_batch_size=8, use_cpu=True, **TINY, **own),
+    )
+    trainer = build_trainer(config)
+    reward, seen = trainer.darling_reward, []
+    groups, generate = reward.groups, trainer._generate_and_score_completions
+    reward.groups = lambda prompts, texts: seen.append(groups(prompts, texts)) or seen[-1]
+
+    def spy(inputs):
+        output = generate(inputs)
+        seen.append((reward.last, output["advantages"].detach().tolist()))
+        return output
+
+    trainer._generate_and_score_completions = spy
+    rl_train(config, trainer=trainer)
+    texts, (batch, advantages) = seen[0], seen[1]
+    rewards = expected_rewards(method, texts, batch.quality)
+    assert [r for g in batch.rewards for r in g] == pytest.approx([r for g in rewards for r in g], abs=1e-9)
+    centred = [r - sum(g) / len(g) for g in rewards for r in g]  # TRL's advantages, scale_rewards none (Eq. 6)
+    assert advantages == pytest.approx(centred, abs=1e-5)
+    log = trainer.state.log_history[0]
+    if method == "entropy":  # what acted: TRL's bonus, coefficient x mean token entropy
+        assert log["entropy_coef"] == 0.01 and log["entropy"] > 0
+    else:  # what acted: the share of groups whose advantages differ from GRPO's
+        assert "darling/groups_changed" in log and (log["darling/classifier_pairs"] > 0) == (method != "passk")
+    assert any(q > 0 for g in batch.quality for q in g) and (tmp_path / "rl" / "final" / "model.safetensors").exists()
+
+
+def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_export, smollm2_dir):
+    """darling-add from `darling rl-train` (its reward: quality + diversity of the classifier's partition), and the
+    settings an arm does not take, refused in one line."""
+    problems = write_jsonl(tmp_path / "p.jsonl", PROMPTS)
+    base = ["rl-train", "--preset", "naming", "--problems", problems, "--user-template", "{problem}", "--use-cpu"]
+    sizes = ["--max-steps", "1", "--max-completion-length", "12", "--per-device-train-batch-size", "8"]
+    result = darling(*base, *sizes, "--method", "darling-add", "--classifier", minilm_export, "-o", tmp_path / "add")
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = json.loads((tmp_path / "add" / "log_history.json").read_text())
+    step = next(h for h in log if "darling/reward" in h)
+    assert step["darling/reward"] == pytest.approx(step["darling/quality"] + step["darling/diversity"], abs=1e-6)
+    refused = {
+        ("--method", "darling-add"): "needs --classifier",
+        ("--method", "grpo", "--entropy-coef", "0.1"): "--entropy-coef is the entropy method's",
+        ("--method", "entropy"): "needs --entropy-coef > 0",
+        ("--method", "passk", "--passk-k", "9"): "passk_k must be in [1, num_generations = 8]",
+        ("--method", "passk", "--scale-rewards", "group"): "scale_rewards must be none",
+        ("--method", "passk", "--engine", "verl"): "--engine verl runs darling, darling-add, grpo",
+    }
+    for flags, message in refused.items():
+        bad = darling_in_process(*base, *flags, "-o", tmp_path / "bad")  # the command line, in this process
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "bad").exists()
