@@ -39,7 +39,7 @@ Every setting below is a field of `darling.evals.config.ClassifierEvalConfig`.
 
 
 def eval_classifier(config: ClassifierEvalConfig) -> None:
-    from darling.evals.classifier import evaluate_classifier, read_inputs
+    from darling.evals.classifier import evaluate_classifier, read_inputs  # loads numpy; torch when it scores
 
     inputs = read_inputs(config)  # bad input is refused before torch and scikit-learn load (seconds)
     metrics = evaluate_classifier(config, inputs)

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from darling.core.numbers import MISSING, fmt, pct
-
 
 @dataclass(frozen=True)
 class LogMetric:
@@ -36,6 +34,8 @@ class LogMetric:
         return cell if self.beside is None else f"{cell} ({self._shown(step.get(self.beside))})"
 
     def _shown(self, value: Any) -> str:
+        from darling.core.numbers import MISSING, fmt, pct  # loads numpy: only when a report renders, not for --help
+
         if self.percent:
             return MISSING if value is None else f"{pct(value)}%"
         return fmt(value, self.digits)

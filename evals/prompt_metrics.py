@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
-import numpy as np
-
 from darling.core.quality import distinct_answers
 
 
@@ -78,16 +76,25 @@ COMPARED_METRICS: tuple[ComparedMetric, ...] = (
     ComparedMetric(
         "short",
         "share ≤ max words",
-        lambda prompts, texts, max_words, score: float(np.mean([0 < len(t.split()) <= max_words for t in texts])),
+        lambda prompts, texts, max_words, score: _np_mean([0 < len(t.split()) <= max_words for t in texts]),
     ),
     # --quality other than eval: the comparison's open-ended quality of the same answers stands in for eval
     # novelty's (its report names which quality it is); with eval, eval novelty's column is kept.
     ComparedMetric(
         "quality",
         "quality",
-        lambda prompts, texts, max_words, score: None if score is None else float(np.mean(score(prompts, texts))),
+        lambda prompts, texts, max_words, score: None if score is None else _np_mean(score(prompts, texts)),
     ),
 )
+
+
+def _np_mean(values) -> float:
+    """numpy's mean (pairwise summation), as compare.json's figures were always computed."""
+    import numpy as np  # loads numpy: only when a comparison computes, never for a command's --help
+
+    return float(np.mean(values))
+
+
 COMPARE_COLUMNS = {**{m.name: m.label for m in PROMPT_METRICS}, **{m.name: m.label for m in COMPARED_METRICS}}
 
 

@@ -75,7 +75,7 @@ def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
     ``classifier_device``, default this rank's accelerator) or vLLM-served classifier, either kind, of ``export``
     (``config.classifier`` already read) or ``config.classifier``. An arm whose reward reads no partition gets one
     only to measure distinct per group for the logs (None without --classifier)."""
-    from darling.classifier.ngram import ngram_scorer
+    from darling.classifier.ngram import ngram_scorer  # loads torch (through scoring): not before the settings
     from darling.classifier.scoring import load_scorer  # loads torch: not before the settings are checked
 
     if config.arm.partition == NGRAM:

@@ -46,7 +46,7 @@ def one_step(tmp_path, export, diversity: bool, quality: str) -> dict:
             classifier_threshold=identical,
             problems=str(problems),
             limit=None,
-            diversity=diversity,
+            method="darling" if diversity else "grpo",
             quality=quality,
             max_steps=1,
             seed=0,
