@@ -10,7 +10,11 @@ measures, with the commands a user runs (``darling rl-train``, ``eval novelty``,
 - **distinct answers** (exact) and **distinct** (eval partition) per prompt, and **quality**, of the start policy,
   DARLING and GRPO on the training prompts (what the reward targets) and on the held-out prompts, DARLING minus GRPO
   paired over prompts with a bootstrap interval, and pooled over seeds (hierarchical bootstrap) by ``eval study``;
-- **wall time** of the two RL runs.
+- **wall time** of the two RL runs;
+- with ``--arm METHOD[=KEY=VALUE,...]``, more arms of ``rl-train --method`` (``darling-ngram``, ``entropy``,
+  ``passk``, ``darling-add``) trained from the same start with the same seed and settings, each compared with GRPO
+  and with DARLING on the same figures, and its own acted share (``groups_changed``; for ``entropy`` TRL's mean token
+  entropy times its coefficient, the bonus it added to the loss).
 
 Every command resumes, so a rerun continues where a killed one stopped (an RL run from its last checkpoint, or from its
 start when it saved none). Writes ``OUT/results.jsonl`` (a line per lever and seed), ``OUT/study-<lever>-<prompts>/``
@@ -28,6 +32,9 @@ overrides them; the settings the bench derives from its options (``output``, ``p
 
     .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
         --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
+    .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \
+        --lever p4=per_device_train_batch_size=32,temperature=0.7 \
+        --arm darling-ngram --arm passk --arm entropy=entropy_coef=0.02
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from darling.core.training_log import (
     WOULD_CHANGE,
 )
 from darling.evals.prompt_metrics import has_every_metric
+from darling.rl.methods import METHOD_NAMES
 
 DARLING = str(Path(sys.executable).parent / "darling")
 RL = ["rl-train", "--preset", "naming"]
@@ -58,7 +66,7 @@ OWNED = {
     "output": "--out",
     "policy": "--warmup-steps (the shared start policy)",
     "classifier": "--classifier",
-    "method": "the bench runs both arms",
+    "method": "the bench runs darling, grpo and each --arm",
     "seed": "--seeds",
     "max_steps": "--steps / --warmup-steps",
 }
@@ -160,6 +168,7 @@ def compare(args, folders: dict[str, Path], training: dict[str, Path], out: Path
     argv += [w for name, f in folders.items() for w in ("--novelty", f"{name}={f}")]
     argv += [w for name, f in training.items() for w in ("--training", f"{name}={f}")]
     argv += ["--pairs", "darling:grpo", "--pairs", "darling:start", "--pairs", "grpo:start"]
+    argv += [w for arm in args.arms for w in ("--pairs", f"{arm}:grpo", "--pairs", f"darling:{arm}")]
     run(argv, out.with_suffix(".log"))
     return json.loads((out / "compare.json").read_text())
 
@@ -178,23 +187,51 @@ def acted(log_history: Path) -> dict[str, float]:
     }
 
 
+def rl_command(args, out: Path, start: str, seed: int, method: str, settings: dict[str, str]):
+    argv = rl_argv(out, args.steps, args.save_steps, 1, settings)  # two side by side: a core each
+    argv += ["--policy", start, "--classifier", str(args.classifier), "--seed", str(seed)]
+    return [*argv, "--method", method, *resume_flag(out)], out.with_suffix(".log")
+
+
+def train_arms(args, root: Path, start: str, seed: int, settings: dict[str, str]) -> dict[str, Path]:
+    """Each --arm's run (``root/rl-<arm>``) not yet done, two at a time; each writes its wall seconds beside it (two
+    runs sharing the two cores)."""
+    runs = {arm: root / f"rl-{arm}" for arm in args.arms}
+    todo = [arm for arm, out in runs.items() if not (out / "final").exists()]
+    for k in range(0, len(todo), 2):
+        chunk = todo[k : k + 2]
+        commands = [rl_command(args, runs[a], start, seed, a, {**settings, **args.arms[a]}) for a in chunk]
+        seconds = side_by_side(commands)
+        for arm in chunk:
+            runs[arm].with_name(f"rl-{arm}-seconds.txt").write_text(f"{seconds:.1f}\n")
+    return runs
+
+
+def arm_acted(arm: str, log_history: Path) -> dict[str, float]:
+    """What an arm did to training: the entropy bonus it added to the loss (TRL's mean token entropy x coefficient),
+    or the share of groups whose advantages differ from GRPO's."""
+    if arm != "entropy":
+        return acted(log_history)
+    steps = [h for h in json.loads(log_history.read_text()) if "entropy" in h]
+    return {
+        "entropy": statistics.mean(h["entropy"] for h in steps),
+        "entropy_bonus": statistics.mean(h["entropy"] * h.get("entropy_coef", 0.0) for h in steps),
+    }
+
+
 def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
-    """One lever, one seed: the two runs, their evaluations and comparisons."""
+    """One lever, one seed: the two runs (and each --arm's), their evaluations and comparisons."""
     start = warm_up(args, seed)
     root = args.out / lever / f"s{seed}"
     runs = {"darling": root / "rl", "grpo": root / "rl-grpo"}
-    commands = []
-    for name, out in runs.items():
-        if (out / "final").exists():
-            continue
-        argv = rl_argv(out, args.steps, args.save_steps, 1, settings)  # two side by side: a core each
-        argv += ["--policy", start, "--classifier", str(args.classifier), "--seed", str(seed)]
-        argv += ["--method", "darling" if name == "darling" else "grpo", *resume_flag(out)]
-        commands.append((argv, out.with_suffix(".log")))
+    commands = [rl_command(args, out, start, seed, name, settings) for name, out in runs.items()]
+    commands = [c for c, out in zip(commands, runs.values(), strict=True) if not (out / "final").exists()]
     if commands:
         (root / "rl-seconds.txt").parent.mkdir(parents=True, exist_ok=True)
         (root / "rl-seconds.txt").write_text(f"{side_by_side(commands):.1f}\n")
-    models = {"start": start, "darling": str(runs["darling"] / "final"), "grpo": str(runs["grpo"] / "final")}
+    arms = train_arms(args, root, start, seed, settings)
+    runs = {**runs, **arms}
+    models = {"start": start, **{name: str(out / "final") for name, out in runs.items()}}
     start_evals = args.out / f"start-{args.warmup_steps}-s{seed}"  # shared by every lever of this seed
     jobs = []
     for prompts in PROMPTS:
@@ -210,6 +247,13 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
         for h in json.loads((runs["grpo"] / "log_history.json").read_text())
         if REWARD.key in h
     )
+    result["arms"] = {
+        arm: {
+            **arm_acted(arm, out / "log_history.json"),
+            "rl_seconds": float(out.with_name(f"rl-{arm}-seconds.txt").read_text()),
+        }
+        for arm, out in arms.items()
+    }
     for prompts in PROMPTS:
         folders = {n: (start_evals if n == "start" else root) / f"eval-{prompts}" / n for n in models}
         strict = settings.get("strict_length", "false").lower() == "true"
@@ -217,13 +261,20 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
         figures = compare(args, folders, training, root / f"compare-{prompts}", strict)["novelty"]
         result[prompts] = {
             "policies": figures["policies"],
-            "darling - grpo": {m: figures["differences"]["darling - grpo"][m] for m in METRICS},
+            **{pair: {m: figures["differences"][pair][m] for m in METRICS} for pair in pairs(args)},
             "compare": str(root / f"compare-{prompts}"),
             "drift": drift(root, prompts),
         }
-        for diff in result[prompts]["darling - grpo"].values():
-            diff.pop("values", None)
+        for pair in pairs(args):
+            for diff in result[prompts][pair].values():
+                diff.pop("values", None)
     return result
+
+
+def pairs(args) -> list[str]:
+    """The differences the bench reports and pools: DARLING minus GRPO, then each --arm minus GRPO and DARLING minus
+    each --arm."""
+    return ["darling - grpo", *(p for arm in args.arms for p in (f"{arm} - grpo", f"darling - {arm}"))]
 
 
 def short_answers(folder: Path, max_words: int = 4) -> dict[str, tuple[int, float]]:
@@ -254,25 +305,23 @@ def drift(root: Path, prompts: str) -> dict[str, float]:
     }
 
 
+def study_folder(out: Path, lever: str, prompts: str, pair: str) -> Path:
+    """Where ``eval study`` pools ``pair`` (DARLING minus GRPO keeps the folder it always had)."""
+    suffix = "" if pair == "darling - grpo" else "-" + pair.replace(" - ", "-minus-")
+    return out / f"study-{lever}-{prompts}{suffix}"
+
+
 def pool(args, lever: str, results: list[dict]) -> dict:
-    pooled = {}
-    for prompts in PROMPTS:
-        folders = [f"{r['seed']}={r[prompts]['compare']}" for r in results]
-        out = args.out / f"study-{lever}-{prompts}"
-        run(
-            [
-                "eval",
-                "study",
-                "--output",
-                str(out),
-                *[w for f in folders for w in ("--compare", f)],
-                "--pair",
-                "darling - grpo",
-            ],
-            out.with_suffix(".log"),
-        )
-        metrics = json.loads((out / "study.json").read_text())["metrics"]
-        pooled[prompts] = {m: metrics[f"novelty/{m}"]["pooled"] for m in METRICS}
+    """Each pair pooled over the seeds by ``eval study``: {pair: {prompts: {metric: pooled}}}."""
+    pooled: dict[str, dict] = {}
+    for pair in pairs(args):
+        for prompts in PROMPTS:
+            folders = [f"{r['seed']}={r[prompts]['compare']}" for r in results]
+            out = study_folder(args.out, lever, prompts, pair)
+            argv = ["eval", "study", "--output", str(out), *[w for f in folders for w in ("--compare", f)]]
+            run([*argv, "--pair", pair], out.with_suffix(".log"))
+            metrics = json.loads((out / "study.json").read_text())["metrics"]
+            pooled.setdefault(pair, {})[prompts] = {m: metrics[f"novelty/{m}"]["pooled"] for m in METRICS}
     return pooled
 
 
@@ -297,8 +346,10 @@ def render(results: list[dict], pooled: dict[str, dict]) -> str:
             f"{r['grpo_would_change']:.0%} | {r['rl_seconds']:.0f} | " + " | ".join(cells) + " |"
         )
     for lever, figures in pooled.items():
-        cells = [cell(figures[p][m]) for p in PROMPTS for m in METRICS]
-        lines.append(f"| **{lever}** | pooled | | | | " + " | ".join(cells) + " |")
+        if "darling - grpo" in figures:
+            cells = [cell(figures["darling - grpo"][p][m]) for p in PROMPTS for m in METRICS]
+            lines.append(f"| **{lever}** | pooled | | | | " + " | ".join(cells) + " |")
+    lines += arm_lines(results, pooled)
     lines += [
         "",
         "Answers over 4 words (share, DARLING / GRPO) and DARLING minus GRPO in distinct answers among those of at "
@@ -318,6 +369,43 @@ def render(results: list[dict], pooled: dict[str, dict]) -> str:
             )
         lines.append(f"| {r['lever']} | {r['seed']} | " + " | ".join(cells) + " |")
     return "\n".join([*lines, ""])
+
+
+def arm_acted_cell(arm: str, log: dict) -> str:
+    if arm == "entropy":
+        return f"bonus {log['entropy_bonus']:.3f} (entropy {log['entropy']:.2f})"
+    return f"{log['acted']:.0%} / {log['acted_first4']:.0%}"
+
+
+def arm_lines(results: list[dict], pooled: dict[str, dict]) -> list[str]:
+    """Each --arm against GRPO and against DARLING, per seed and pooled: one row per (arm, pair, seed)."""
+    arms = list(dict.fromkeys(arm for r in results for arm in r.get("arms", {})))
+    if not arms:
+        return []
+    lines = [
+        "",
+        "Other arms, each from the same start with the same seed and settings: its difference with GRPO and DARLING's "
+        "with it. Acted: the share of groups whose advantages the arm changed (all / first 4 steps); for entropy the "
+        "mean bonus it added to the loss (coefficient x TRL's mean token entropy).",
+        "",
+        "| lever | arm | pair | seed | acted | RL s | train: distinct answers | train: distinct | train: quality "
+        "| held-out: distinct answers | held-out: distinct | held-out: quality |",
+        "| --- | --- | --- | --- | --- | ---: |" + " ---: |" * 6,
+    ]
+    for arm in arms:
+        for pair in (f"{arm} - grpo", f"darling - {arm}"):
+            for r in (r for r in results if arm in r.get("arms", {})):
+                log = r["arms"][arm]
+                cells = [cell(r[p][pair][m]) for p in PROMPTS for m in METRICS]
+                lines.append(
+                    f"| {r['lever']} | {arm} | {pair} | {r['seed']} | {arm_acted_cell(arm, log)} | "
+                    f"{log['rl_seconds']:.0f} | " + " | ".join(cells) + " |"
+                )
+            for lever, figures in pooled.items():
+                if pair in figures:
+                    cells = [cell(figures[pair][p][m]) for p in PROMPTS for m in METRICS]
+                    lines.append(f"| **{lever}** | {arm} | {pair} | pooled | | | " + " | ".join(cells) + " |")
+    return lines
 
 
 def parse_settings(text: str) -> tuple[str, dict[str, str]]:
@@ -347,12 +435,15 @@ def report_only(out: Path) -> None:
             root = out / lever / f"s{seed}"
             if all((root / f"eval-{prompts}" / name / "scores.parquet").exists() for name in ("darling", "grpo")):
                 r[prompts]["drift"] = drift(root, prompts)  # else the line's own (or none: the table shows -)
-    pooled = {}
+    pooled: dict[str, dict] = {}
     for lever in dict.fromkeys(lever for lever, _ in results):
-        studies = {p: out / f"study-{lever}-{p}" / "study.json" for p in PROMPTS}
-        if all(path.exists() for path in studies.values()):
-            metrics = {p: json.loads(path.read_text())["metrics"] for p, path in studies.items()}
-            pooled[lever] = {p: {m: metrics[p][f"novelty/{m}"]["pooled"] for m in METRICS} for p in PROMPTS}
+        arms = dict.fromkeys(arm for (name, _), r in results.items() if name == lever for arm in r.get("arms", {}))
+        for pair in pairs(argparse.Namespace(arms=arms)):
+            studies = {p: study_folder(out, lever, p, pair) / "study.json" for p in PROMPTS}
+            if all(path.exists() for path in studies.values()):
+                metrics = {p: json.loads(path.read_text())["metrics"] for p, path in studies.items()}
+                figures = {p: {m: metrics[p][f"novelty/{m}"]["pooled"] for m in METRICS} for p in PROMPTS}
+                pooled.setdefault(lever, {})[pair] = figures
     (out / "levers.md").write_text(render(list(results.values()), pooled))
     print(render(list(results.values()), pooled))
 
@@ -362,6 +453,13 @@ def main() -> None:
     parser.add_argument("--classifier", type=Path, help="A darling classifier export (needed unless --report-only).")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--lever", action="append", default=[], help="NAME=KEY=VALUE,KEY=VALUE (rl-train settings).")
+    parser.add_argument(
+        "--arm",
+        action="append",
+        default=[],
+        help="METHOD or METHOD=KEY=VALUE,...: another rl-train --method trained beside darling and grpo (its own "
+        "settings after the lever's), e.g. darling-ngram, passk, entropy=entropy_coef=0.02.",
+    )
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--steps", type=int, default=16, help="Steps of each branch run.")
     parser.add_argument("--warmup-steps", type=int, default=16, help="GRPO steps before the branch; 0: from the base.")
@@ -393,9 +491,20 @@ def main() -> None:
     args.warmup_set = dict(item.split("=", 1) for item in args.warmup_set)
     try:
         levers = dict(parse_settings(text) for text in args.lever or ["default="])
+        args.arms = dict(parse_settings(text) for text in args.arm)
     except ValueError as error:
         parser.error(str(error))
-    for name, settings in [("--warmup-set", args.warmup_set), *((f"--lever {k}", v) for k, v in levers.items())]:
+    for arm in args.arms:
+        if arm not in METHOD_NAMES or arm in ("darling", "grpo"):
+            parser.error(
+                f"--arm {arm}: expected one of {', '.join(m for m in METHOD_NAMES if m not in ('darling', 'grpo'))}"
+            )
+    arm_settings = ((f"--arm {k}", v) for k, v in args.arms.items())
+    for name, settings in [
+        ("--warmup-set", args.warmup_set),
+        *((f"--lever {k}", v) for k, v in levers.items()),
+        *arm_settings,
+    ]:
         for key in owned_settings(settings):
             parser.error(f"{name}: {key} is the bench's to set ({OWNED[key]}), not a lever's")
     seeds = [int(s) for s in args.seeds.split(",")]

@@ -181,8 +181,13 @@ def term_activity(log_file: Path) -> dict[str, Any] | None:
     def mean(key: str) -> float:
         return float(np.mean([h.get(key, 0.0) for h in history]))
 
+    bonus = [
+        float(h["entropy"]) * float(h["entropy_coef"]) for h in history if h.get("entropy_coef") and "entropy" in h
+    ]
     return {
         "applied": applied,
+        # TRL's entropy bonus (the entropy arm): coefficient x mean token entropy, subtracted from the loss per step
+        **({"entropy_bonus": float(np.mean(bonus)), "entropy_steps": len(bonus)} if bonus else {}),
         "steps": len(history),
         "share": float(np.mean(shares)),
         "steps_acted": sum(1 for v in shares if v > 0),

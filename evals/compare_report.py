@@ -103,6 +103,11 @@ def term_lines(term: dict[str, dict[str, Any]]) -> list[str]:
             lines.append(
                 f"- `{name}` (no diversity term): DARLING's would have changed {t['share']:.0%} of its groups."
             )
+        if "entropy_bonus" in t:
+            lines.append(
+                f"- `{name}`: TRL's entropy bonus (coefficient x mean token entropy) took {t['entropy_bonus']:.4f} "
+                f"off the loss per step, at {t['entropy_steps']} of {t['steps']} steps."
+            )
     for name, t in term.items():
         if t["applied"] and t["share"] < ACTED_BELOW:
             why = (

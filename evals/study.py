@@ -122,3 +122,21 @@ def term_lines(result: dict[str, Any]) -> list[str]:
             "that seed's difference cannot show its effect."
         )
     return [*lines, ""]
+
+
+def render_pooled(studies: dict[str, dict[str, Any]], metrics: tuple[str, ...]) -> str:
+    """Several studies' pooled differences in one table (``pipeline --seeds`` with other arms: ``RUN/arms.md``): a
+    row per study (its folder and pair), a column per metric."""
+    lines = [
+        "# Every pair pooled over seeds",
+        "",
+        "Each cell: the mean of the seeds' mean paired differences, with its hierarchical bootstrap 95% interval "
+        "(seeds, then prompts); each study's own table is its folder's study.md.",
+        "",
+        "| study | pair | " + " | ".join(metrics) + " |",
+        "|---|---|" + "---|" * len(metrics),
+    ]
+    for folder, result in studies.items():
+        cells = [_cell(result["metrics"][m]["pooled"]) if m in result["metrics"] else "–" for m in metrics]
+        lines.append(f"| [{folder}]({folder}/study.md) | {result['pair']} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, ""])

@@ -25,6 +25,7 @@ from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.resources import INPUT_FILES
 from darling.rl.config import RewardServeConfig, RLTrainConfig
+from darling.rl.methods import OTHER_ARMS
 
 INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
@@ -90,6 +91,7 @@ SECTIONS: dict[str, Section] = {
     ),
     "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",), "rl-train, both runs"),
     "rl_grpo": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
+    "rl_arms": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
     "rl_warmup": Section(
         RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
     ),
@@ -165,6 +167,13 @@ class PipelineConfig(CommandConfig):
         True,
         help="Also train the GRPO baseline (rl-grpo/: [rl] with quality only, plus [rl_grpo]) and compare it with "
         "DARLING and the base policy (compare/).",
+        panel=CHAIN_PANEL,
+    )
+    arms: list[str] = option(
+        factory=list,
+        help=f"More rl-train methods trained beside DARLING and GRPO ({', '.join(OTHER_ARMS)}), each in "
+        "rl-<method>/ from the same start with the same settings and seeds ([rl] plus [rl_arms]), evaluated like "
+        "them and compared with both. E.g. --arms darling-ngram --arms passk.",
         panel=CHAIN_PANEL,
     )
     keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.", panel=CHAIN_PANEL)
@@ -254,6 +263,10 @@ class PipelineConfig(CommandConfig):
     )
     rl: dict[str, Any] = table("rl-train settings of both RL runs (RLTrainConfig fields; preset).")
     rl_grpo: dict[str, Any] = table("rl-train settings only the GRPO baseline changes (RLTrainConfig fields).")
+    rl_arms: dict[str, Any] = table(
+        "rl-train settings of the other arms (RLTrainConfig fields); an arm's own (entropy_coef, passk_k, ngram_n, "
+        "ngram_threshold) reach that arm only."
+    )
     rl_warmup: dict[str, Any] = table(
         "A GRPO warm-up both RL runs start from (rl-warmup/: [rl] plus these RLTrainConfig fields, e.g. max_steps); "
         "empty: no warm-up, both start from [rl] policy."
@@ -284,6 +297,20 @@ class PipelineConfig(CommandConfig):
             raise UserInputError(f"seeds: give at least two different seeds, got {self.seeds}")
         if self.seeds and not self.grpo_baseline:
             raise UserInputError("seeds: a study pools DARLING minus GRPO, so it needs grpo_baseline")
+        unknown = [arm for arm in self.arms if arm not in OTHER_ARMS]
+        if unknown or len(set(self.arms)) != len(self.arms):
+            raise UserInputError(
+                f"arms: give each of {', '.join(OTHER_ARMS)} at most once (DARLING and GRPO always train), got "
+                f"{', '.join(self.arms)}"
+            )
+        if self.arms and not self.grpo_baseline:
+            raise UserInputError("arms: each arm is compared with GRPO and with DARLING, so it needs grpo_baseline")
+        if "entropy" in self.arms and not (
+            self.rl_arms.get("entropy_coef") or "grpo.use_adaptive_entropy" in self.rl_arms
+        ):
+            raise UserInputError("arms: entropy needs its coefficient, e.g. --set rl_arms.entropy_coef=0.02")
+        if self.rl_arms and not self.arms:
+            raise UserInputError("[rl_arms] sets the other arms' settings: name them with arms (e.g. --arms passk)")
         if self.nodes < 1 or self.gpus_per_node < 0:
             raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
         if self.jobs < 1 or self.rl_processes < 1 or self.seed_jobs < 1:

@@ -26,7 +26,7 @@ from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import StudyConfig
-from darling.evals.study import study
+from darling.evals.study import render_pooled, study
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
@@ -34,7 +34,7 @@ from darling.pipeline.report import write_manifest, write_report
 from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
-from darling.pipeline.stages.compare import study_folders
+from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, study_folders
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -203,13 +203,19 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     statuses = {r["status"] for r in results.values()}
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
-    studies = study_folders(config.evaluate_training_prompts)
-    for folder, compared in studies.items():
+    studies = study_folders(config)
+    pooled = {}
+    for folder, (compared, pair) in studies.items():
         compare = [f"{seed}={config.run / f'seed-{seed}' / compared}" for seed in config.seeds]
-        result = study(StudyConfig(compare=compare, output=config.run / folder, seed=config.seed))
+        result = study(StudyConfig(compare=compare, output=config.run / folder, pair=pair, seed=config.seed))
+        pooled[folder] = result
         for metric, figures in result["metrics"].items():
             lo, hi = figures["pooled"]["interval"]
             log(f"{folder}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    if config.arms:  # one table of every pair, beside each pair's own study.md
+        table = render_pooled(pooled, ARM_TABLE_METRICS)
+        atomic_write_bytes(config.run / ARMS_TABLE, table.encode())
+        log(f"every pair pooled: {config.run / ARMS_TABLE}")
     report = config.run / next(iter(studies)) / "study.md"
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 

@@ -22,6 +22,7 @@ class Method:
     combine: str  # DarlingConfig.combine: multiply | add | quality | passk
     partition: str | None = None  # CLASSIFIER | NGRAM | None: the reward reads no partition
     entropy: bool = False  # TRL's entropy bonus on the loss (entropy_coef > 0)
+    fields: tuple[str, ...] = ()  # RLTrainConfig fields only this arm reads (refused, or meaningless, on another)
 
 
 DARLING = Method("darling", "quality x diversity of the classifier's partition (paper, Eq. 5)", "multiply", CLASSIFIER)
@@ -37,9 +38,24 @@ METHODS: dict[str, Method] = {
             "quality x diversity of a word n-gram partition: the paper's lexical ablation, no classifier",
             "multiply",
             NGRAM,
+            fields=("ngram_n", "ngram_threshold"),
         ),
-        Method("entropy", "quality, with TRL's entropy bonus on the loss (entropy_coef)", "quality", entropy=True),
-        Method("passk", "the pass@k advantage of quality (arXiv 2508.10751; passk_k)", "passk"),
+        Method(
+            "entropy",
+            "quality, with TRL's entropy bonus on the loss (entropy_coef)",
+            "quality",
+            entropy=True,
+            fields=("entropy_coef",),
+        ),
+        Method("passk", "the pass@k advantage of quality (arXiv 2508.10751; passk_k)", "passk", fields=("passk_k",)),
     )
 }
 METHOD_NAMES = tuple(METHODS)
+OTHER_ARMS = tuple(name for name in METHODS if name not in (DARLING.name, GRPO.name))  # beside DARLING and GRPO
+
+
+def arm_settings(name: str, settings: dict) -> dict:
+    """``settings`` (rl-train fields shared by several arms) as arm ``name`` takes them: without the fields only
+    another arm reads (a table of every arm's own settings, e.g. ``entropy_coef`` and ``passk_k``, serves all)."""
+    others = {f for m in METHODS.values() if m.name != name for f in m.fields} - set(METHODS[name].fields)
+    return {key: value for key, value in settings.items() if key not in others}

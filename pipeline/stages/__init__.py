@@ -19,8 +19,9 @@ from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS, labels_step
 from darling.pipeline.stages.eval_creative import EVAL_CREATIVE
 from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
-from darling.pipeline.stages.rl import GRPO_RUN, RL
+from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
 from darling.pipeline.steps import input_path
+from darling.rl.methods import METHODS
 
 STAGES: tuple[Stage, ...] = (DATAGEN, PAIRS, LABELS, CLASSIFIER, RL, EVAL_MATH, EVAL_NOVELTY, EVAL_CREATIVE, COMPARE)
 STAGE = {stage.name: stage for stage in STAGES}
@@ -76,5 +77,10 @@ def plan_notes(plan: Plan) -> list[str]:
         notes.append(
             f"{RL.name}/ (DARLING) and {GRPO_RUN}/ (GRPO: quality only) train with the same settings and seeds, and "
             f"are compared with the base policy on {held_out_settings(plan).prompts}"
+        )
+    for method in config.arms:
+        notes.append(
+            f"{arm_folder(method)}/ ({method}: {METHODS[method].about}) trains from the same start with the same "
+            "settings and seeds, and is compared with GRPO and with DARLING"
         )
     return notes

@@ -1,6 +1,7 @@
-"""Stage 9, DARLING against GRPO and the base policy (``compare/``; with ``evaluate_training_prompts`` also
-``compare-train/``): ``eval compare`` recomputes every figure from the evaluations' saved generations and the
-training logs. Over seeds, ``eval study`` pools these folders (``study_folders``)."""
+"""Stage 9, DARLING against GRPO and the base policy, and each other arm against GRPO and DARLING (``compare/``;
+with ``evaluate_training_prompts`` also ``compare-train/``): ``eval compare`` recomputes every figure from the
+evaluations' saved generations and the training logs. Over seeds, ``eval study`` pools these folders, one study per
+pair (``study_folders``)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,41 @@ from typing import Any
 
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.config import EVAL_QUALITY, CompareConfig
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, NOVELTY_TRAIN, held_out_settings
-from darling.pipeline.stages.rl import BASE, DARLING, GRPO, rl_step, run_folders, training_prompts
+from darling.pipeline.stages.rl import BASE, DARLING, GRPO, arm_policy, rl_step, run_folders, training_prompts
 from darling.pipeline.steps import Step, shown, table_values
 from darling.pipeline.studies import STUDIES
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
+ARMS_TABLE = "arms.md"  # RUN/arms.md (--seeds with other arms): every pair's pooled figures in one table
+ARM_TABLE_METRICS = ("novelty/distinct_answers", "novelty/distinct", "novelty/quality", "novelty/utility")
 
 
-def study_folders(evaluate_training_prompts: bool) -> dict[str, str]:
-    """``pipeline --seeds``: each study's folder under RUN, and the comparison folder of every seed it pools."""
-    return {"study": COMPARE.name, **({"study-train": COMPARE_TRAIN} if evaluate_training_prompts else {})}
+def compared_pairs(c: PipelineConfig) -> list[tuple[str, str]]:
+    """The differences ``compare/`` tables, as (A, B) for A - B: DARLING against GRPO (with grpo_baseline) and the
+    base policy, GRPO against the base policy, then each other arm against GRPO and DARLING against it."""
+    names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    return pairs + [pair for m in c.arms for pair in ((arm_policy(m), GRPO), (DARLING, arm_policy(m)))]
+
+
+def study_folders(c: PipelineConfig) -> dict[str, tuple[str, str]]:
+    """``pipeline --seeds``: each study's folder under RUN -> (the comparison folder of every seed it pools, the
+    pair it pools). ``study/`` pools DARLING minus GRPO; each other arm adds ``study-<arm>-vs-grpo/`` and
+    ``study-darling-vs-<arm>/`` (``study-train...`` on the training prompts)."""
+    compared = {"study": COMPARE.name, **({"study-train": COMPARE_TRAIN} if c.evaluate_training_prompts else {})}
+    pairs = {"": (DARLING, GRPO)}
+    for m in c.arms:
+        pairs.update({f"-{m}-vs-grpo": (arm_policy(m), GRPO), f"-darling-vs-{m}": (DARLING, arm_policy(m))})
+    return {
+        f"{study}{suffix}": (folder, f"{a} - {b}")
+        for study, folder in compared.items()
+        for suffix, (a, b) in pairs.items()
+    }
 
 
 def compare_steps(plan: Plan) -> list[Step]:
@@ -36,8 +58,8 @@ def _compare_step(plan: Plan, train: bool) -> Step:
     is an open-ended one (naming prompts), else eval novelty's."""
     c = plan.config
     rl = rl_step(plan).config
-    names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
     runs = run_folders(plan)
+    names = [*runs, BASE]
     quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
     folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE.name, EVAL_NOVELTY.name)
     with_math = c.evaluate_math and not train
@@ -46,7 +68,7 @@ def _compare_step(plan: Plan, train: bool) -> Step:
         "novelty": [f"{n}={c.run / novelty / n}" for n in names],
         "math": [f"{n}={EVAL_MATH.folder(c.run) / n}" for n in names] if with_math else [],
         "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
-        "pairs": [f"{a}:{b}" for i, a in enumerate(names) for b in names[i + 1 :]],
+        "pairs": [f"{a}:{b}" for a, b in compared_pairs(c)],
         "seed": c.seed,
     }
     defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}

@@ -1,7 +1,7 @@
-"""Stage 5, RL: DARLING (``rl/``) and, with ``grpo_baseline``, its GRPO baseline (``rl-grpo/``), trained with the
-same settings and seeds, optionally from a GRPO warm-up (``rl-warmup/``); with the classifier (and a reward model)
-served by replicas the block starts and stops around the runs. The policies it leaves (``policies``) are what every
-evaluation compares."""
+"""Stage 5, RL: DARLING (``rl/``) and, with ``grpo_baseline``, its GRPO baseline (``rl-grpo/``) and any other
+``arms`` (``rl-<method>/``), trained with the same settings and seeds, optionally from a GRPO warm-up
+(``rl-warmup/``); with the classifier (and a reward model) served by replicas the block starts and stops around the
+runs. The policies it leaves (``policies``) are what every evaluation compares."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from darling.pipeline.steps import Step, input_path, run_relative, shown, table_
 from darling.rl.config import RewardServeConfig, RLTrainConfig
 from darling.rl.methods import DARLING as DARLING_METHOD
 from darling.rl.methods import GRPO as GRPO_METHOD
+from darling.rl.methods import METHODS, arm_settings
 
 GRPO_RUN = "rl-grpo"  # RUN/rl-grpo/: the GRPO baseline
 WARMUP = "rl-warmup"  # RUN/rl-warmup/: the GRPO warm-up both runs start from
@@ -31,6 +32,16 @@ REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, 
 ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
 # The policies the evaluations compare, each in eval-math/<name>/ and eval-novelty/<name>/.
 BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"
+
+
+def arm_folder(method: str) -> str:
+    """RUN/rl-<method>/: another arm's run (``arms``)."""
+    return f"rl-{method}"
+
+
+def arm_policy(method: str) -> str:
+    """Another arm's policy name in the evaluations (``<method>-rl``, as DARLING's is ``darling-rl``)."""
+    return f"{method}-rl"
 
 
 # -- the replicas the runs score with ------------------------------------------------------------------------------
@@ -100,7 +111,26 @@ def rl_step(plan: Plan, grpo: bool = False) -> Step:
     return plan.once((folder,), lambda: _rl_run(plan, folder, method, {**own, **start}, c.threads))
 
 
-def _rl_run(plan: Plan, folder: str, method: str, own: dict[str, Any], threads: int | None) -> Step:
+def arm_step(plan: Plan, method: str) -> Step:
+    """Another arm (``rl-<method>/``): ``[rl]`` plus what ``[rl_arms]`` sets that this arm reads (an arm's own
+    settings reach that arm only), from the same start as DARLING and GRPO, with the same seeds."""
+    c = plan.config
+    own = arm_settings(method, table_values(c, "rl_arms"))
+    start = {"policy": str(c.run / WARMUP / "final")} if c.rl_warmup else {}
+    folder = arm_folder(method)
+    return plan.once((folder,), lambda: _rl_run(plan, folder, method, {**own, **start}, c.threads, tuple(own)))
+
+
+def rl_steps(plan: Plan) -> list[Step]:
+    """Every RL run the evaluations compare: DARLING, GRPO (with grpo_baseline), then each of ``arms``."""
+    c = plan.config
+    grpo = [rl_step(plan, grpo=True)] if c.grpo_baseline else []
+    return [rl_step(plan), *grpo, *(arm_step(plan, method) for method in c.arms)]
+
+
+def _rl_run(
+    plan: Plan, folder: str, method: str, own: dict[str, Any], threads: int | None, own_keys: tuple[str, ...] = ()
+) -> Step:
     c = plan.config
     preset = c.rl.get("preset")
     wired: dict[str, Any] = {
@@ -128,7 +158,7 @@ def _rl_run(plan: Plan, folder: str, method: str, own: dict[str, Any], threads: 
         accelerate = ["accelerate", "launch", "--config_file", str(input_path(c, ACCELERATE_FILE))]
         launcher = [*env, *accelerate, "--num_processes", str(c.rl_processes)]
     tables = ["rl", *(["rl_grpo"] if folder == GRPO_RUN else []), *(["rl_warmup"] if folder == WARMUP else [])]
-    explicit = shown(c, wired, *tables)
+    explicit = tuple(dict.fromkeys([*shown(c, wired, *tables), *(k.split(".", 1)[0] for k in own_keys)]))
     done = run_relative(c.run / folder / "log_history.json", c.run)  # written once its final policy is saved
     return Step(
         folder, ("rl-train",), config, {}, preset, {"resume": rl_resume(folder)}, launcher, explicit, done_if=done
@@ -136,17 +166,17 @@ def _rl_run(plan: Plan, folder: str, method: str, own: dict[str, Any], threads: 
 
 
 def policies(plan: Plan) -> dict[str, str]:
-    """Before RL, after DARLING and (with grpo_baseline) after GRPO: name -> model (hub name, alias or path)."""
+    """Before RL, after DARLING, after GRPO (with grpo_baseline) and after each other arm: name -> model (hub
+    name, alias or path)."""
     c = plan.config
-    models = {BASE: rl_step(plan).config.policy, DARLING: str(RL.folder(c.run) / "final")}
-    if c.grpo_baseline:
-        models[GRPO] = str(c.run / GRPO_RUN / "final")
-    return models
+    return {BASE: rl_step(plan).config.policy, **{n: str(c.run / f / "final") for n, f in run_folders(plan).items()}}
 
 
 def run_folders(plan: Plan) -> dict[str, str]:
-    """The trained policies' run folders (their training logs), by policy name."""
-    return {DARLING: RL.name, **({GRPO: GRPO_RUN} if plan.config.grpo_baseline else {})}
+    """The trained policies' run folders (their training logs), by policy name: DARLING, GRPO, the other arms."""
+    c = plan.config
+    grpo = {GRPO: GRPO_RUN} if c.grpo_baseline else {}
+    return {DARLING: RL.name, **grpo, **{arm_policy(m): arm_folder(m) for m in c.arms}}
 
 
 def training_prompts(plan: Plan) -> dict[str, Any]:
@@ -188,12 +218,13 @@ def _where(plan: Plan, runs: list[Step], warmup: Step | None) -> str:
         + (", the reward model on serve-reward-model replicas" if c.serve_reward_model else "")
         + (f"; a {c.rl_warmup.get('max_steps', '')}-step GRPO warm-up, then" if c.rl_warmup else ";")
         + (" DARLING and GRPO with the same settings" if c.grpo_baseline else " DARLING")
+        + (f", and {', '.join(c.arms)}" if c.arms else "")
     )
 
 
 def rl_block(plan: Plan) -> Block:
     c = plan.config
-    runs = [rl_step(plan)] + ([rl_step(plan, grpo=True)] if c.grpo_baseline else [])
+    runs = rl_steps(plan)
     warmup = warmup_step(plan)
     lines: list[str] = []
     steps = list(runs)
@@ -283,7 +314,10 @@ def rl_summary(plan: Plan) -> dict[str, Any]:
     runs["darling"] = run_summary(darling, f"quality x diversity ({darling.config.reward().combine})")
     if c.grpo_baseline:
         runs["grpo"] = run_summary(rl_step(plan, grpo=True), "quality only (GRPO baseline)")
-    return {"runs": runs, "side_by_side": c.jobs > 1 and c.grpo_baseline, "served_classifier": c.serve_classifier}
+    for method in c.arms:
+        runs[method] = run_summary(arm_step(plan, method), f"{method}: {METHODS[method].about}")
+    side_by_side = c.jobs > 1 and len(runs) - ("warmup" in runs) > 1
+    return {"runs": runs, "side_by_side": side_by_side, "served_classifier": c.serve_classifier}
 
 
 # -- section -------------------------------------------------------------------------------------------------------
@@ -331,9 +365,9 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     how = "side by side (one process each)" if s.get("side_by_side") else "one after the other"
     served = "served by `serve-classifier` replicas" if s.get("served_classifier") else "in each training process"
     lines = [f"TRL GRPOTrainer; the runs trained {how}, the classifier {served}.", ""]
-    for key, folder in (("warmup", WARMUP), ("darling", RL.name), ("grpo", GRPO_RUN)):
-        if key in s["runs"]:
-            lines += run_section(s["runs"][key], folder)
+    folders = {"warmup": WARMUP, "darling": RL.name, "grpo": GRPO_RUN}
+    for key, run in s["runs"].items():  # in training order: the warm-up, DARLING, GRPO, the other arms
+        lines += run_section(run, folders.get(key) or arm_folder(key))
     return lines
 
 

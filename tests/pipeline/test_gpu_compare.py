@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers import darling, limit
+from helpers import TINY_CHAIN, darling, limit
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -34,37 +34,13 @@ def test_gpu_compare_dry_run_writes_each_seeds_chain_of_the_cpu_commands(tmp_pat
     assert cpu.returncode == 0 and not (tmp_path / "study" / "study").exists()  # a dry run pools nothing
 
 
-TINY = [
-    f"--set={item}"
-    for item in (
-        "requires_cuda=false",  # the GPU preset's own chain, on this CPU
-        "rl.use_cpu=true",
-        "seed_jobs=2",
-        "jobs=2",
-        # datagen, pairs and labels are the cpu chain's, run by tests/pipeline/test_pipeline_runs.py: skipped here
-        "rollouts_from=none",
-        "evaluate_math=false",
-        "classifier.max_steps=2",
-        "classifier.max_tokens_per_response=32",
-        "training_pairs.human_pairs=40",
-        "rl.max_steps=1",
-        "rl.limit=2",
-        "rl.per_device_train_batch_size=8",
-        "rl.max_completion_length=8",
-        "rl.save_steps=100",
-        "rl_warmup.max_steps=1",
-        "rl_warmup.per_device_train_batch_size=8",
-        "eval_novelty.limit=2",
-        "eval_novelty.k=3",
-        "eval_novelty.max_tokens=8",
-    )
-]
-
-
 @pytest.mark.slow
 def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_prompt_sets(tmp_path):
     run = tmp_path / "study"
-    result = darling("pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *TINY, timeout=limit(721))
+    arm = ["--arms", "passk"]  # another arm: its pairs pooled over the seeds too
+    result = darling(
+        "pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *arm, *TINY_CHAIN, timeout=limit(721)
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     stages = {s: json.loads((run / f"seed-{s}" / "stages.json").read_text())["stages"] for s in (1, 2)}
     for seed, records in stages.items():
@@ -73,9 +49,21 @@ def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_p
     # side by side: each seed's first stage started before the other's last one finished
     assert stages[2]["classifier"]["started"] <= stages[1]["compare"]["finished"]
     assert stages[1]["classifier"]["started"] <= stages[2]["compare"]["finished"]
-    for folder in ("study", "study-train"):
+    pairs = {
+        "": "darling-rl - grpo-rl",
+        "-passk-vs-grpo": "passk-rl - grpo-rl",
+        "-darling-vs-passk": "darling-rl - passk-rl",
+    }
+    for folder, pair in (
+        (f"{study}{suffix}", pair) for study in ("study", "study-train") for suffix, pair in pairs.items()
+    ):
         pooled = json.loads((run / folder / "study.json").read_text())
-        assert sorted(map(str, pooled["seeds"])) == ["1", "2"], folder
+        assert sorted(map(str, pooled["seeds"])) == ["1", "2"] and pooled["pair"] == pair, folder
+        assert "novelty/distinct_answers" in pooled["metrics"], folder
+    table = (run / "arms.md").read_text()  # every pair's pooled figures in one table
+    assert all(
+        f"| [{s}{x}]({s}{x}/study.md) | {p} |" in table for s in ("study", "study-train") for x, p in pairs.items()
+    )
     assert (run / "seed-1" / "eval-novelty-train" / "darling-rl" / "per_prompt.parquet").exists()
     report = (run / "seed-1" / "report.md").read_text()
     trained, held_out = report.index("On the prompts the RL runs trained on"), report.index("On held-out prompts")

@@ -83,3 +83,19 @@ def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_expor
         bad = darling_in_process(*base, *flags, "-o", tmp_path / "bad")  # the command line, in this process
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_an_arms_own_settings_reach_that_arm_only():
+    """One table of every arm's settings (the pipeline's [rl_arms]): each arm takes the shared keys and its own, and
+    rl-train accepts what each takes (entropy_coef on another arm would be refused)."""
+    from darling.rl.methods import METHODS, OTHER_ARMS, arm_settings
+
+    table = {"entropy_coef": 0.02, "passk_k": 2, "ngram_n": 3, "ngram_threshold": 0.4, "temperature": 0.7}
+    taken = {arm: arm_settings(arm, table) for arm in OTHER_ARMS}
+    assert taken["entropy"] == {"entropy_coef": 0.02, "temperature": 0.7}
+    assert taken["passk"] == {"passk_k": 2, "temperature": 0.7}
+    assert taken["darling-ngram"] == {"ngram_n": 3, "ngram_threshold": 0.4, "temperature": 0.7}
+    assert taken["darling-add"] == {"temperature": 0.7}
+    for arm, settings in taken.items():
+        config = RLTrainConfig.build("naming", overrides={**settings, "method": arm, "classifier": "x", "output": "o"})
+        assert config.arm is METHODS[arm]

@@ -215,6 +215,35 @@ def limit(measured_seconds: float) -> int:
 CHAIN_TIMEOUT = limit(1663)
 
 
+# The cpu chain's commands at the smallest sizes that run each (gpu-compare's on this CPU; datagen, pairs and labels
+# skipped: tests/pipeline/test_pipeline_runs.py runs them).
+TINY_CHAIN = [
+    f"--set={item}"
+    for item in (
+        "requires_cuda=false",  # the GPU preset's own chain, on this CPU
+        "rl.use_cpu=true",
+        "seed_jobs=2",
+        "jobs=2",
+        # datagen, pairs and labels are the cpu chain's, run by tests/pipeline/test_pipeline_runs.py: skipped here
+        "rollouts_from=none",
+        "evaluate_math=false",
+        "classifier.max_steps=2",
+        "classifier.max_tokens_per_response=32",
+        "training_pairs.human_pairs=40",
+        "rl.max_steps=1",
+        "rl.limit=2",
+        "rl.per_device_train_batch_size=8",
+        "rl.max_completion_length=8",
+        "rl.save_steps=100",
+        "rl_warmup.max_steps=1",
+        "rl_warmup.per_device_train_batch_size=8",
+        "eval_novelty.limit=2",
+        "eval_novelty.k=3",
+        "eval_novelty.max_tokens=8",
+    )
+]
+
+
 def darling(*args, timeout: int = limit(300), cwd: Path | None = None, check: bool = False):
     """The one CLI runner: the real `darling` in a subprocess, as a user would run it. The default limit: no test
     that keeps it took over 300 s in that suite (the slowest, an interrupted chain resumed, 185 s)."""

@@ -1,0 +1,91 @@
+"""`darling pipeline --arms ...` (preset cpu-arms): every other arm of rl-train trained beside DARLING and GRPO from
+the same start with the same settings and seeds, evaluated like them and compared with both. The dry run checks that
+the runs differ in their method alone; the tiny chain trains three arms through their own commands (the fourth,
+passk, runs over two seeds in tests/pipeline/test_gpu_compare.py)."""
+
+import json
+import re
+
+import pytest
+from helpers import TINY_CHAIN, assert_one_line_error, darling, limit
+
+from darling.pipeline.stages import STAGE_NAMES
+
+ARMS = ("darling-ngram", "darling-add", "entropy", "passk")
+
+
+def rl_lines(script: str) -> dict[str, str]:
+    """Each rl-train command after the warm-up, by its output folder, with that folder and its method left out (and
+    the resume check and log redirection after it, which name the folder)."""
+    lines = {}
+    for line in script.splitlines():
+        found = re.search(r'darling rl-train .*--output "\$RUN/(rl[a-z-]*)"', line)
+        if found and found.group(1) != "rl-warmup":
+            command = found.group(0) + line[found.end() : line.index(" $( ls -d")]
+            command = command.replace(f'"$RUN/{found.group(1)}"', "OUT")
+            lines[found.group(1)] = re.sub(r"--method [a-z-]+", "--method M", command)
+    return lines
+
+
+def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_each_with_both(tmp_path):
+    result = darling("pipeline", "--preset", "cpu-arms", "--dry-run", "-o", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    script = (tmp_path / "run" / "commands.sh").read_text()
+    runs = rl_lines(script)
+    assert set(runs) == {"rl", "rl-grpo", *(f"rl-{arm}" for arm in ARMS)}
+    for arm in ARMS:  # the same line as DARLING's but for its method (and the entropy arm's coefficient)
+        assert runs[f"rl-{arm}"].replace(" --entropy-coef 0.02", "") == runs["rl"], arm
+        assert f'--output "$RUN/rl-{arm}"' in script and f"--method {arm} " in script
+    assert "--entropy-coef" in runs["rl-entropy"] and "--entropy-coef" not in runs["rl-passk"]
+    compare = next(line for line in script.splitlines() if '--output "$RUN/compare"' in line)
+    for arm in ARMS:
+        assert f"--pairs {arm}-rl:grpo-rl" in compare and f"--pairs darling-rl:{arm}-rl" in compare, arm
+        assert f'--novelty "{arm}-rl=$RUN/eval-novelty/{arm}-rl"' in compare
+        assert f'--training "{arm}-rl=$RUN/rl-{arm}"' in compare
+        assert f'eval novelty --output "$RUN/eval-novelty-train/{arm}-rl"' in script
+
+
+@pytest.mark.parametrize(
+    "options, fragments",
+    [
+        (["--arms", "bogus"], ["arms:", "bogus", "darling-ngram"]),
+        (["--arms", "passk", "--arms", "passk"], ["arms:", "at most once"]),
+        (["--arms", "entropy"], ["arms: entropy needs its coefficient", "rl_arms.entropy_coef"]),
+        (["--set", "rl_arms.passk_k=2"], ["[rl_arms]", "--arms passk"]),
+        (["--arms", "passk", "--no-grpo-baseline"], ["arms:", "grpo_baseline"]),
+        (["--arms", "passk", "--set", "rl_arms.method=grpo"], ["[rl_arms] method", "set by the pipeline"]),
+    ],
+)
+def test_arms_refused_in_one_line(tmp_path, options, fragments):
+    result = darling("pipeline", "--preset", "cpu", "--dry-run", "-o", tmp_path / "run", *options)
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_three_arms_train_evaluate_and_compare_through_the_chain_at_tiny_size(tmp_path):
+    run = tmp_path / "run"
+    arms = ["--set=arms=darling-ngram,darling-add,entropy", "--set=evaluate_training_prompts=false"]
+    result = darling("pipeline", "--preset", "cpu-arms", "-o", run, *arms, *TINY_CHAIN, timeout=limit(600))
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    records = json.loads((run / "stages.json").read_text())["stages"]
+    assert {n: r["status"] for n, r in records.items()} == {n: "done" for n in STAGE_NAMES if n in records}
+    logs = {}
+    for arm in ("darling-ngram", "darling-add", "entropy"):
+        settings = json.loads((run / f"rl-{arm}" / "darling-rl.json").read_text())
+        assert settings["method"] == arm and settings["policy"] == str(run / "rl-warmup" / "final"), arm
+        assert (run / f"rl-{arm}" / "final" / "model.safetensors").exists(), arm
+        logs[arm] = [h for h in json.loads((run / f"rl-{arm}" / "log_history.json").read_text()) if "reward" in h]
+    # what acted: the partitioned arms log the share of groups their term changed, the entropy arm TRL's bonus
+    assert all("darling/groups_changed" in h for arm in ("darling-ngram", "darling-add") for h in logs[arm])
+    assert all(h["entropy_coef"] == pytest.approx(0.02) and h["entropy"] > 0 for h in logs["entropy"])
+    compare = json.loads((run / "compare" / "compare.json").read_text())
+    differences = compare["novelty"]["differences"]
+    for arm in ("darling-ngram", "darling-add", "entropy"):
+        for pair in (f"{arm}-rl - grpo-rl", f"darling-rl - {arm}-rl"):
+            assert differences[pair]["distinct_answers"]["interval"], pair
+    assert compare["term"]["entropy-rl"]["entropy_bonus"] > 0  # the report says what the entropy arm added
+    report = (run / "report.md").read_text()
+    assert all(f"**`rl-{arm}/`**" in report for arm in ("darling-ngram", "darling-add", "entropy"))
+    assert "TRL's entropy bonus (coefficient x mean token entropy) took" in report
+    assert "| entropy-rl - grpo-rl |" in report and "| darling-rl - darling-ngram-rl |" in report
