@@ -369,6 +369,8 @@ class PipelineConfig(CommandConfig):
         for name, value in values.items():
             if isinstance(value, dict):
                 flat.update({f"{name}.{k}": v for k, v in sorted(value.items())})
+            elif value == []:  # like an empty table, it sets nothing: a run made before such a field existed resumes
+                continue
             else:
                 flat[name] = value
         return flat

@@ -89,3 +89,13 @@ def test_three_arms_train_evaluate_and_compare_through_the_chain_at_tiny_size(tm
     assert all(f"**`rl-{arm}/`**" in report for arm in ("darling-ngram", "darling-add", "entropy"))
     assert "TRL's entropy bonus (coefficient x mean token entropy) took" in report
     assert "| entropy-rl - grpo-rl |" in report and "| darling-rl - darling-ngram-rl |" in report
+
+
+def test_arms_are_part_of_a_runs_identity_only_when_set(tmp_path):
+    """A run made before ``arms`` existed has no such key in run.json and still resumes; adding an arm to a run
+    made without it is refused (its compare/ would mix policies trained apart)."""
+    run = tmp_path / "run"
+    assert darling("pipeline", "--preset", "cpu", "--dry-run", "-o", run).returncode == 0
+    assert "arms" not in json.loads((run / "run.json").read_text())
+    assert darling("pipeline", "--preset", "cpu", "--dry-run", "-o", run).returncode == 0
+    assert_one_line_error(darling("pipeline", "--preset", "cpu", "--dry-run", "-o", run, "--arms", "passk"), "arms=")
