@@ -41,7 +41,7 @@ VERL_LOSS_AGG = {
     "dr_grpo": "seq-mean-token-sum-norm",
 }
 REPORT_TO = ("none", "tensorboard", "wandb")
-VERL_METHODS = ("darling", "darling-add", "grpo")  # the arms the verl recipe writes
+VERL_METHODS = ("darling", "darling-add", "grpo", "entropy")  # the arms the verl recipe writes
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -375,6 +375,8 @@ class RLTrainConfig(CommandConfig):
             )
         if self.verl_gpus < 1 or self.verl_nodes < 1:
             raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
+        if self.grpo.get("use_adaptive_entropy"):
+            raise UserInputError("--engine verl: the entropy arm takes a fixed --entropy-coef (adaptive is TRL's)")
         if self.quality != "math" or self.reward_model is not None:
             raise UserInputError("--engine verl: the recipe covers the math quality (math-verify); use TRL for others")
         if self.trainable_layers is not None:

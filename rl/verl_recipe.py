@@ -89,7 +89,7 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         f"actor_rollout_ref.actor.loss_agg_mode={VERL_LOSS_AGG[config.loss_type]}",
         f"actor_rollout_ref.actor.use_kl_loss={config.beta > 0}",
         f"actor_rollout_ref.actor.kl_loss_coef={config.beta}",
-        "actor_rollout_ref.actor.entropy_coeff=0",
+        f"actor_rollout_ref.actor.entropy_coeff={config.entropy_coef}",  # 0 but for the entropy arm (as TRL's)
         "actor_rollout_ref.rollout.name=vllm",
         f"actor_rollout_ref.rollout.n={config.num_generations}",
         f"actor_rollout_ref.rollout.temperature={config.temperature}",

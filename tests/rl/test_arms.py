@@ -77,7 +77,7 @@ def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_expor
         ("--method", "entropy"): "needs --entropy-coef > 0",
         ("--method", "passk", "--passk-k", "9"): "passk_k must be in [1, num_generations = 8]",
         ("--method", "passk", "--scale-rewards", "group"): "scale_rewards must be none",
-        ("--method", "passk", "--engine", "verl"): "--engine verl runs darling, darling-add, grpo",
+        ("--method", "passk", "--engine", "verl"): "--engine verl runs darling, darling-add, grpo, entropy",
     }
     for flags, message in refused.items():
         bad = darling_in_process(*base, *flags, "-o", tmp_path / "bad")  # the command line, in this process

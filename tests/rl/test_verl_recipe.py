@@ -30,6 +30,10 @@ def test_verl_metrics_become_log_history_and_a_resumed_run_keeps_the_earlier_ste
         (["--verl-gpus", "0"], "verl_gpus and verl_nodes must be >= 1"),
         (["--engine", "trl"], "--dry-run writes verl's command: it goes with --engine verl"),
         (
+            ["--method", "entropy", "--entropy-coef", "0.01", "--set", "grpo.use_adaptive_entropy=true"],
+            "the entropy arm takes a fixed --entropy-coef",
+        ),
+        (
             ["--gradient-accumulation-steps", "1", "--steps-per-generation", "2", "-n", "16", "--verl-gpus", "1"],
             "verl needs whole prompts per optimiser step",
         ),
@@ -46,3 +50,15 @@ def test_a_refused_verl_setting_through_the_real_process(tmp_path):
     argv = ["rl-train", "--preset", "paper-math", "--engine", "verl", "--dry-run", "--classifier", tmp_path / "none"]
     result = darling(*argv, "--problems", "gsm8k", "--output", tmp_path / "out", "--quality", "short-answer")
     assert_one_line_error(result, "the recipe covers the math quality")
+
+
+@pytest.mark.parametrize("method, coef", [("entropy", "0.01"), ("grpo", None)])
+def test_the_entropy_arm_reaches_verls_entropy_coeff_and_no_other_arm_does(tmp_path, method, coef):
+    """verl's actor subtracts entropy_coeff x its entropy from the loss, as TRL's entropy_coef does."""
+    argv = ["rl-train", "--preset", "paper-math", "--engine", "verl", "--dry-run", "--method", method]
+    argv += ["--problems", "gsm8k", "--limit", "4", "--output", tmp_path / "out"]
+    argv += ["--entropy-coef", coef] if coef else []
+    result = darling_in_process(*argv)
+    assert result.returncode == 0, result.stderr
+    script = (tmp_path / "out" / "verl" / "main_ppo.sh").read_text()
+    assert f"actor_rollout_ref.actor.entropy_coeff={coef or 0.0}" in script.split()
