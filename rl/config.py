@@ -353,7 +353,8 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(
                 "--method entropy needs --entropy-coef > 0 (or grpo.use_adaptive_entropy)"
                 if arm.entropy
-                else f"--entropy-coef is the entropy method's: --method {arm.name} trains without it"
+                else f"{'--entropy-coef' if self.entropy_coef else 'grpo.use_adaptive_entropy'} is the entropy "
+                f"method's: --method {arm.name} trains without it"
             )
         if arm.combine == "passk":
             if not 1 <= self.passk_k <= self.num_generations:
