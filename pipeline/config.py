@@ -305,10 +305,6 @@ class PipelineConfig(CommandConfig):
             )
         if self.arms and not self.grpo_baseline:
             raise UserInputError("arms: each arm is compared with GRPO and with DARLING, so it needs grpo_baseline")
-        if "entropy" in self.arms and not (
-            self.rl_arms.get("entropy_coef") or "grpo.use_adaptive_entropy" in self.rl_arms
-        ):
-            raise UserInputError("arms: entropy needs its coefficient, e.g. --set rl_arms.entropy_coef=0.02")
         if self.rl_arms and not self.arms:
             raise UserInputError("[rl_arms] sets the other arms' settings: name them with arms (e.g. --arms passk)")
         if self.nodes < 1 or self.gpus_per_node < 0:

@@ -50,7 +50,7 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
     [
         (["--arms", "bogus"], ["arms:", "bogus", "darling-ngram"]),
         (["--arms", "passk", "--arms", "passk"], ["arms:", "at most once"]),
-        (["--arms", "entropy"], ["arms: entropy needs its coefficient", "rl_arms.entropy_coef"]),
+        (["--arms", "entropy"], ["--method entropy needs --entropy-coef > 0"]),  # rl-train's own check
         (["--set", "rl_arms.passk_k=2"], ["[rl_arms]", "--arms passk"]),
         (["--arms", "passk", "--no-grpo-baseline"], ["arms:", "grpo_baseline"]),
         (["--arms", "passk", "--set", "rl_arms.method=grpo"], ["[rl_arms] method", "set by the pipeline"]),
