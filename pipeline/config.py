@@ -172,7 +172,7 @@ class PipelineConfig(CommandConfig):
     arms: list[str] = option(
         factory=list,
         help=f"More rl-train methods trained beside DARLING and GRPO ({', '.join(OTHER_ARMS)}), each in "
-        "rl-<method>/ from the same start with the same settings and seeds ([rl] plus [rl_arms]), evaluated like "
+        "rl-METHOD/ from the same start with the same settings and seeds ([rl] plus [rl_arms]), evaluated like "
         "them and compared with both. E.g. --arms darling-ngram --arms passk.",
         panel=CHAIN_PANEL,
     )
