@@ -14,7 +14,8 @@ measures, with the commands a user runs (``darling rl-train``, ``eval novelty``,
 - with ``--arm METHOD[=KEY=VALUE,...]``, more arms of ``rl-train --method`` (``darling-ngram``, ``entropy``,
   ``passk``, ``darling-add``) trained from the same start with the same seed and settings, each compared with GRPO
   and with DARLING on the same figures, and its own acted share (``groups_changed``; for ``entropy`` TRL's mean token
-  entropy times its coefficient, the bonus it added to the loss).
+  entropy times its coefficient, the bonus it added to the loss). ``--arm NAME=method=METHOD,KEY=VALUE`` names an arm
+  (its folder ``rl-NAME``, its policy NAME), so one method runs at several settings, e.g. two entropy coefficients.
 
 Every command resumes, so a rerun continues where a killed one stopped (an RL run from its last checkpoint, or from its
 start when it saved none). Writes ``OUT/results.jsonl`` (a line per lever and seed), ``OUT/study-<lever>-<prompts>/``
@@ -34,7 +35,8 @@ overrides them; the settings the bench derives from its options (``output``, ``p
         --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
     .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \
         --lever p4=per_device_train_batch_size=32,temperature=0.7 \
-        --arm darling-ngram --arm passk --arm entropy=entropy_coef=0.02
+        --arm darling-ngram --arm passk --arm entropy=entropy_coef=0.02 \
+        --arm entropy-005=method=entropy,entropy_coef=0.005
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ OWNED = {
     "output": "--out",
     "policy": "--warmup-steps (the shared start policy)",
     "classifier": "--classifier",
-    "method": "the bench runs darling, grpo and each --arm",
+    "method": "the bench runs darling, grpo and each --arm; an --arm may name its method",
     "seed": "--seeds",
     "max_steps": "--steps / --warmup-steps",
 }
@@ -200,17 +202,19 @@ def train_arms(args, root: Path, start: str, seed: int, settings: dict[str, str]
     todo = [arm for arm, out in runs.items() if not (out / "final").exists()]
     for k in range(0, len(todo), 2):
         chunk = todo[k : k + 2]
-        commands = [rl_command(args, runs[a], start, seed, a, {**settings, **args.arms[a]}) for a in chunk]
+        commands = [
+            rl_command(args, runs[a], start, seed, args.arm_methods[a], {**settings, **args.arms[a]}) for a in chunk
+        ]
         seconds = side_by_side(commands)
         for arm in chunk:
             runs[arm].with_name(f"rl-{arm}-seconds.txt").write_text(f"{seconds:.1f}\n")
     return runs
 
 
-def arm_acted(arm: str, log_history: Path) -> dict[str, float]:
+def arm_acted(method: str, log_history: Path) -> dict[str, float]:
     """What an arm did to training: the entropy bonus it added to the loss (TRL's mean token entropy x coefficient),
     or the share of groups whose advantages differ from GRPO's."""
-    if arm != "entropy":
+    if method != "entropy":
         return acted(log_history)
     steps = [h for h in json.loads(log_history.read_text()) if "entropy" in h]
     return {
@@ -249,7 +253,7 @@ def one(args, lever: str, settings: dict[str, str], seed: int) -> dict:
     )
     result["arms"] = {
         arm: {
-            **arm_acted(arm, out / "log_history.json"),
+            **arm_acted(args.arm_methods[arm], out / "log_history.json"),
             "rl_seconds": float(out.with_name(f"rl-{arm}-seconds.txt").read_text()),
         }
         for arm, out in arms.items()
@@ -371,8 +375,8 @@ def render(results: list[dict], pooled: dict[str, dict]) -> str:
     return "\n".join([*lines, ""])
 
 
-def arm_acted_cell(arm: str, log: dict) -> str:
-    if arm == "entropy":
+def arm_acted_cell(log: dict) -> str:
+    if "entropy_bonus" in log:
         return f"bonus {log['entropy_bonus']:.3f} (entropy {log['entropy']:.2f})"
     return f"{log['acted']:.0%} / {log['acted_first4']:.0%}"
 
@@ -398,7 +402,7 @@ def arm_lines(results: list[dict], pooled: dict[str, dict]) -> list[str]:
                 log = r["arms"][arm]
                 cells = [cell(r[p][pair][m]) for p in PROMPTS for m in METRICS]
                 lines.append(
-                    f"| {r['lever']} | {arm} | {pair} | {r['seed']} | {arm_acted_cell(arm, log)} | "
+                    f"| {r['lever']} | {arm} | {pair} | {r['seed']} | {arm_acted_cell(log)} | "
                     f"{log['rl_seconds']:.0f} | " + " | ".join(cells) + " |"
                 )
             for lever, figures in pooled.items():
@@ -415,6 +419,20 @@ def parse_settings(text: str) -> tuple[str, dict[str, str]]:
     if not name or any("=" not in item for item in items):
         raise ValueError(f"--lever {text!r}: expected NAME=KEY=VALUE,KEY=VALUE")
     return name, dict(item.split("=", 1) for item in items)
+
+
+ARM_METHODS = [m for m in METHOD_NAMES if m not in ("darling", "grpo")]
+
+
+def arm_method(name: str, settings: dict[str, str]) -> str:
+    """The rl-train method of ``--arm NAME``: its ``method=`` (taken out of its settings) or NAME itself; a
+    ValueError names what is wrong."""
+    method = settings.pop("method", name)
+    if method not in ARM_METHODS:
+        raise ValueError(f"--arm {name}: expected a method, one of {', '.join(ARM_METHODS)} (or method=METHOD)")
+    if name in ("darling", "grpo", "start") or any(c in name for c in ":/= "):
+        raise ValueError(f"--arm {name}: an arm's name may not be darling, grpo or start, nor hold ':', '/' or '='")
+    return method
 
 
 def report_only(out: Path) -> None:
@@ -458,7 +476,8 @@ def main() -> None:
         action="append",
         default=[],
         help="METHOD or METHOD=KEY=VALUE,...: another rl-train --method trained beside darling and grpo (its own "
-        "settings after the lever's), e.g. darling-ngram, passk, entropy=entropy_coef=0.02.",
+        "settings after the lever's), e.g. darling-ngram, passk, entropy=entropy_coef=0.02; NAME=method=METHOD,... "
+        "names the arm, e.g. entropy-005=method=entropy,entropy_coef=0.005.",
     )
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--steps", type=int, default=16, help="Steps of each branch run.")
@@ -494,11 +513,10 @@ def main() -> None:
         args.arms = dict(parse_settings(text) for text in args.arm)
     except ValueError as error:
         parser.error(str(error))
-    for arm in args.arms:
-        if arm not in METHOD_NAMES or arm in ("darling", "grpo"):
-            parser.error(
-                f"--arm {arm}: expected one of {', '.join(m for m in METHOD_NAMES if m not in ('darling', 'grpo'))}"
-            )
+    try:
+        args.arm_methods = {name: arm_method(name, settings) for name, settings in args.arms.items()}
+    except ValueError as error:
+        parser.error(str(error))
     arm_settings = ((f"--arm {k}", v) for k, v in args.arms.items())
     for name, settings in [
         ("--warmup-set", args.warmup_set),

@@ -4,6 +4,7 @@ checkpoint cadence is the bench's option, and --report-only needs no classifier.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import subprocess
 import sys
@@ -50,6 +51,28 @@ def test_settings_the_bench_owns_are_found(levers):
     assert levers.owned_settings({"max-steps": "3", "seed": "1", "temperature": "0.7"}) == ["max_steps", "seed"]
 
 
+def test_a_named_arm_runs_its_method_with_its_own_settings(levers, tmp_path):
+    """Two entropy arms at two coefficients: each its own folder and policy name, the method rl-train gets from
+    method=, and its coefficient (method= does not reach rl-train as a setting)."""
+    settings = {"method": "entropy", "entropy_coef": "0.005"}
+    assert levers.arm_method("entropy-005", settings) == "entropy" and settings == {"entropy_coef": "0.005"}
+    assert levers.arm_method("passk", {"passk_k": "4"}) == "passk"
+    argv, log = levers.rl_command(
+        argparse.Namespace(steps=16, save_steps=0, classifier=tmp_path / "c"),
+        tmp_path / "rl-entropy-005",
+        "start",
+        1,
+        "entropy",
+        settings,
+    )
+    from darling.cli.main import app
+    from darling.cli.options import parse_argv
+
+    config = parse_argv(app, argv)[0]
+    assert (config.method, config.entropy_coef) == ("entropy", 0.005)
+    assert config.output == tmp_path / "rl-entropy-005" and log == tmp_path / "rl-entropy-005.log"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -57,6 +80,9 @@ def test_settings_the_bench_owns_are_found(levers):
         (["--out", "{tmp}"], "--classifier is required (unless --report-only)"),
         (["--classifier", "c", "--out", "{tmp}", "--lever", "x=max_steps=3"], "max_steps is the bench's to set"),
         (["--classifier", "c", "--out", "{tmp}", "--lever", "x=oops"], "expected NAME=KEY=VALUE"),
+        (["--classifier", "c", "--out", "{tmp}", "--arm", "low=entropy_coef=0.005"], "--arm low: expected a method"),
+        (["--classifier", "c", "--out", "{tmp}", "--arm", "grpo"], "--arm grpo: expected a method"),
+        (["--classifier", "c", "--out", "{tmp}", "--arm", "a:b=method=passk"], "may not be darling, grpo or start"),
     ],
 )
 def test_refusals_are_one_line(tmp_path, argv, message):
