@@ -58,7 +58,7 @@ from darling.core.training_log import (
     WOULD_CHANGE,
 )
 from darling.evals.prompt_metrics import has_every_metric
-from darling.rl.methods import METHOD_NAMES
+from darling.rl.methods import METHOD_NAMES, OTHER_ARMS
 
 DARLING = str(Path(sys.executable).parent / "darling")
 RL = ["rl-train", "--preset", "naming"]
@@ -421,17 +421,16 @@ def parse_settings(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(item.split("=", 1) for item in items)
 
 
-ARM_METHODS = [m for m in METHOD_NAMES if m not in ("darling", "grpo")]
-
-
 def arm_method(name: str, settings: dict[str, str]) -> str:
     """The rl-train method of ``--arm NAME``: its ``method=`` (taken out of its settings) or NAME itself; a
     ValueError names what is wrong."""
     method = settings.pop("method", name)
-    if method not in ARM_METHODS:
-        raise ValueError(f"--arm {name}: expected a method, one of {', '.join(ARM_METHODS)} (or method=METHOD)")
+    if method not in OTHER_ARMS:
+        raise ValueError(f"--arm {name}: expected a method, one of {', '.join(OTHER_ARMS)} (or method=METHOD)")
     if name in ("darling", "grpo", "start") or any(c in name for c in ":/= "):
         raise ValueError(f"--arm {name}: an arm's name may not be darling, grpo or start, nor hold ':', '/' or '='")
+    if name in METHOD_NAMES and name != method:  # a policy named after another method would misread every table
+        raise ValueError(f"--arm {name}: that name is another method's; name this {method} arm otherwise")
     return method
 
 

@@ -83,6 +83,7 @@ def test_a_named_arm_runs_its_method_with_its_own_settings(levers, tmp_path):
         (["--classifier", "c", "--out", "{tmp}", "--arm", "low=entropy_coef=0.005"], "--arm low: expected a method"),
         (["--classifier", "c", "--out", "{tmp}", "--arm", "grpo"], "--arm grpo: expected a method"),
         (["--classifier", "c", "--out", "{tmp}", "--arm", "a:b=method=passk"], "may not be darling, grpo or start"),
+        (["--classifier", "c", "--out", "{tmp}", "--arm", "passk=method=entropy"], "that name is another method's"),
     ],
 )
 def test_refusals_are_one_line(tmp_path, argv, message):
