@@ -1,0 +1,173 @@
+"""The README's test command, timed per module: where the suite's minutes go, from pytest's own phase reports.
+
+Runs ``.venv/bin/python -m pytest`` (the README's command, its addopts unchanged: two workers, a module whole to
+one worker) with ``bench/suite_clock.py`` recording every phase, then writes per module its worker time (the sum of
+its tests' setup, call and teardown: module and session fixtures count where they start), its wall span on its
+worker, and the worker; per worker its busy time; the suite's wall time and outcome counts. ``--clone REV`` runs
+from a fresh clone of REV (set-up timed apart from the tests), ``--empty-home`` with an empty HOME, as a new user
+and CI do; the clone is deleted afterwards. tests/conftest.py schedules the modules longest first by the
+``worker_s`` this script writes to ``bench/results/suite_times.json`` (the default ``--out``).
+
+    python bench/suite_times.py --clone HEAD --empty-home              # the whole measurement, ~30 min on 2 cores
+    python bench/suite_times.py --out /tmp/t.json -- tests/core        # this tree, a subset
+    python bench/suite_times.py --report-only RAW.jsonl --out OUT.json # the table again from recorded phases
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "bench" / "results" / "suite_times.json"
+
+
+def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]) -> tuple[float, int, str]:
+    """The README's test command in ``tree`` with the clock on; (seconds, return code, output tail)."""
+    env = {
+        **env,
+        "DARLING_SUITE_CLOCK": str(raw),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), env.get("PYTHONPATH")])),
+        "DARLING_REQUIRE_VLLM": "1",  # as CI runs it: a missing vLLM fails, it does not skip
+    }
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(tree / ".venv" / "bin" / "python"), "-m", "pytest", "-p", "suite_clock", *pytest_args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return time.monotonic() - start, proc.returncode, (proc.stdout + proc.stderr)[-6000:]
+
+
+def summarise(raw: Path) -> dict[str, Any]:
+    """Per module and per worker, from the clock's phase lines."""
+    lines = [json.loads(line) for line in raw.read_text().splitlines() if line.strip()]
+    session = lines[0]["session"]
+    phases = lines[1:]
+    modules: dict[str, dict[str, Any]] = {}
+    workers: dict[str, float] = defaultdict(float)
+    outcomes: dict[str, int] = defaultdict(int)
+    for p in phases:
+        m = modules.setdefault(
+            p["module"], {"worker_s": 0.0, "start": p["start"], "stop": p["stop"], "workers": set(), "tests": set()}
+        )
+        m["worker_s"] += p["duration"]
+        m["start"], m["stop"] = min(m["start"], p["start"]), max(m["stop"], p["stop"])
+        m["workers"].add(p["worker"])
+        m["tests"].add(p["nodeid"])
+        workers[p["worker"]] += p["duration"]
+        if p["when"] == "call" or p["outcome"] != "passed":  # a setup error or skip is the test's outcome
+            outcomes[p["outcome"]] += 1
+    table = {
+        name: {
+            "worker_s": round(m["worker_s"], 1),
+            "wall_s": round(m["stop"] - m["start"], 1),
+            "worker": ",".join(sorted(m["workers"])),
+            "tests": len(m["tests"]),
+            "starts_at_s": round(m["start"] - session["start"], 1),
+        }
+        for name, m in sorted(modules.items(), key=lambda kv: -kv[1]["worker_s"])
+    }
+    return {
+        "pytest_wall_s": round(session["stop"] - session["start"], 1),
+        "exitstatus": session["exitstatus"],
+        "outcomes": dict(outcomes),
+        "workers_busy_s": {w: round(s, 1) for w, s in sorted(workers.items())},
+        "modules": table,
+    }
+
+
+def markdown(result: dict[str, Any], top: int = 40) -> str:
+    rows = [
+        f"Suite at {result.get('commit', '?')}: pytest {result['pytest_wall_s']:,.0f} s wall"
+        + (f", set-up {result['setup_s']:,.0f} s" if result.get("setup_s") is not None else "")
+        + f"; workers busy {', '.join(f'{w} {s:,.0f} s' for w, s in result['workers_busy_s'].items())}; "
+        + ", ".join(f"{n} {k}" for k, n in sorted(result["outcomes"].items())),
+        "",
+        "| module | tests | worker s | wall s | worker | starts at s |",
+        "| --- | ---: | ---: | ---: | --- | ---: |",
+    ]
+    for name, m in list(result["modules"].items())[:top]:
+        rows.append(
+            f"| {name} | {m['tests']} | {m['worker_s']:,.1f} | {m['wall_s']:,.1f} | {m['worker']} | "
+            f"{m['starts_at_s']:,.0f} |"
+        )
+    rest = list(result["modules"].values())[top:]
+    if rest:
+        rows.append(
+            f"| {len(rest)} other modules | {sum(m['tests'] for m in rest)} | "
+            f"{sum(m['worker_s'] for m in rest):,.1f} | | | |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def clone(rev: str, where: Path) -> Path:
+    tree = where / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(tree)], check=True)
+    subprocess.run(["git", "checkout", "-q", "--detach", rev], cwd=tree, check=True)
+    return tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clone", metavar="REV", help="Run from a fresh clone of REV (deleted afterwards).")
+    parser.add_argument("--empty-home", action="store_true", help="An empty HOME (set-up installs everything).")
+    parser.add_argument("--no-setup", action="store_true", help="Skip `bash .ci/setup.sh` (this tree is set up).")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON written here, the table beside it (.md).")
+    parser.add_argument("--report-only", type=Path, metavar="RAW", help="Recompute from a recorded phase file.")
+    parser.add_argument("pytest_args", nargs="*", help="After --: arguments added to the README's command.")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="suite-times-"))
+    try:
+        if args.report_only:
+            result: dict[str, Any] = {"commit": None, "setup_s": None, **summarise(args.report_only)}
+        else:
+            tree = clone(args.clone, scratch) if args.clone else ROOT
+            env = dict(os.environ)
+            if args.empty_home:
+                (scratch / "home").mkdir()
+                env["HOME"] = str(scratch / "home")
+            setup_s = None
+            if not args.no_setup:
+                start = time.monotonic()
+                subprocess.run(["bash", ".ci/setup.sh"], cwd=tree, env=env, check=True, capture_output=True)
+                setup_s = round(time.monotonic() - start, 1)
+            raw = args.out.with_suffix(".phases.jsonl")
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            seconds, rc, tail = run_suite(tree, env, raw, args.pytest_args)
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+            result = {
+                "commit": commit.stdout.strip(),
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+                "cores": os.cpu_count(),
+                "clean_clone": bool(args.clone),
+                "empty_home": args.empty_home,
+                "setup_s": setup_s,
+                "pytest_process_s": round(seconds, 1),
+                "returncode": rc,
+                **summarise(raw),
+            }
+            print(tail[-3000:])
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        table = markdown(result)
+        args.out.with_suffix(".md").write_text(table)
+        print(table)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
