@@ -14,16 +14,21 @@ DOC = """NoveltyBench's diversity of a generator: k responses per prompt, partit
 (NoveltyBench's greedy first-member partition unless --partition union-find); distinct = classes per prompt,
 utility = patience-weighted quality of each class's first response (--utility darling-fork: sum / k).
 
-Example (CPU, the packaged SmolLM2, NoveltyBench's curated prompts):
+Examples (CPU, the packaged SmolLM2):
 
     darling eval novelty --prompts curated.jsonl --model smollm2 \\
         --classifier runs/clf --limit 20 --reward-model runs/rm \\
         --output runs/novelty-smollm2
 
+    # several policies in one process: runs/novelty/base/, runs/novelty/rl/
+    darling eval novelty --prompts naming-heldout --classifier runs/clf \\
+        --model base=smollm2 --model rl=runs/rl/final --output runs/novelty
+
 GPUs: `--engine vllm` (or `--engine openai --base-url ...`), `--classifier-url` per served replica (`darling
 serve-classifier`) and `--reward-model-url` per reward-model replica (`darling serve-reward-model`).
 Rerun the same command to resume; `--no-generate --classifier other` rescores without generating (so do
---partition, --utility and --threshold: they are not part of the generations' identity).
+--partition, --utility and --threshold: they are not part of the generations' identity), every
+OUTPUT/NAME/ of a several-model run when no --model is given.
 Writes metrics.json, report.md, novelty.png, scores.parquet, per_prompt.parquet and generations/.
 A prompt with a failed generation is excluded from the metrics and counted; the exit code is then 1.
 Every setting below is a field of `darling.evals.config.NoveltyConfig`.
@@ -36,7 +41,7 @@ def eval_novelty(config: NoveltyConfig, progress: bool) -> None:
     from darling.evals.novelty import evaluate_novelty  # loads polars, httpx, numpy when run
 
     try:
-        m = evaluate_novelty(config, progress=progress)
+        results = evaluate_novelty(config, progress=progress)
     except PoolingServerError as exc:
         # No decision or no score: no metrics (the stored generations stay; a rerun scores them without generating).
         server = "reward model" if isinstance(exc, RewardServerError) else "classifier"
@@ -44,17 +49,20 @@ def eval_novelty(config: NoveltyConfig, progress: bool) -> None:
             f"[bold red]error:[/] the {server} server failed ({exc}); fix it and rerun", highlight=False, soft_wrap=True
         )
         raise typer.Exit(code=1) from None
-    run = m["run"]
-    if run:
-        out.print(f"generations: {run['generated']} new, {run['reused']} already there, {run['failed']} failed")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-    out.print(
-        f"{m['n_prompts']} prompts x {m['k']}: distinct {fmt(m['mean_distinct'])} (partition {config.partition})  "
-        f"utility {fmt(m['mean_utility'])} ({config.utility})  quality {fmt(m['mean_quality'])}  "
-        f"-> {config.output}/metrics.json, report.md"
-    )
-    if m["n_prompts_incomplete"]:
-        out.print(f"{m['n_prompts_incomplete']} prompts excluded: a generation failed; rerun to retry")
+    incomplete = 0
+    for folder, m in results.items():
+        run = m["run"]
+        if run:
+            out.print(f"generations: {run['generated']} new, {run['reused']} already there, {run['failed']} failed")
+        out.print(
+            f"{m['n_prompts']} prompts x {m['k']}: distinct {fmt(m['mean_distinct'])} (partition {config.partition})  "
+            f"utility {fmt(m['mean_utility'])} ({config.utility})  quality {fmt(m['mean_quality'])}  "
+            f"-> {folder}/metrics.json, report.md"
+        )
+        incomplete += m["n_prompts_incomplete"]
+    if incomplete:
+        out.print(f"{incomplete} prompts excluded: a generation failed; rerun to retry")
         raise typer.Exit(code=1)
 
 

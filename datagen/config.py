@@ -136,6 +136,12 @@ PROBLEMS_HELP = (
 GENERATORS_HELP = "TOML/JSON/YAML listing generators with their own prompts and sampling."
 
 
+PAIRED_SEEDS_HELP = (
+    "Every generator draws the same per-request seeds (from the problem and sample alone, not the generator's name): "
+    "identical weights give identical samples, so two models' difference is paired."
+)
+
+
 @dataclass(kw_only=True, frozen=True)
 class RolloutConfig(EngineConfig):
     """Settings of ``darling datagen rollouts``: which problems, which generators, how to sample (and the engine)."""
@@ -155,6 +161,7 @@ class RolloutConfig(EngineConfig):
     top_p: float = option(1.0, help="Nucleus sampling.")
     max_tokens: int = option(512, help="Max new tokens per response.")
     seed: int = option(0, help="Seed (per-request seeds derive from it and stable ids).")
+    paired_seeds: bool = option(False, help=PAIRED_SEEDS_HELP)
     limit: int | None = option(None, help="Use the first N problems (a larger limit later extends the output).")
     problem_field: str | None = option(None, help="Problem column (default: auto-detected).")
     answer_field: str | None = option(None, help="Reference-answer column (default: auto).")
@@ -188,6 +195,7 @@ class RolloutConfig(EngineConfig):
             "fields": [self.problem_field, self.answer_field, self.id_field],
             "engine": self.engine,
             "seed": self.seed,
+            **({"paired_seeds": True} if self.paired_seeds else {}),  # absent when off: older runs keep their identity
             "generators": [{**s.sample_settings(), **asdict(self.sampling_for(s))} for s in specs],
         }
 

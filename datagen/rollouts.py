@@ -115,7 +115,9 @@ def plan_requests(
                 continue
             key = (spec.name, problem.problem_id, tuple(missing))
             # A per-request seed derived from stable ids: a rerun asks for the same samples with the same seed.
-            seed = int(stable_id(config.seed, problem.problem_id, spec.name, missing[0]), 16) % 2**31
+            # --paired-seeds: the same seed for every generator (a paired comparison of models).
+            seed_key = () if config.paired_seeds else (spec.name,)
+            seed = int(stable_id(config.seed, problem.problem_id, *seed_key, missing[0]), 16) % 2**31
             request_sampling = Sampling(len(missing), sampling.temperature, sampling.top_p, sampling.max_tokens, seed)
             requests.append(ChatRequest(key, spec.messages(problem.problem), request_sampling))
             pending[key] = (problem, spec, missing, sampling)

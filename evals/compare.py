@@ -125,9 +125,15 @@ def compare_math(folders: dict[str, Path], ks: list[int], pairs: list[tuple[str,
     counts = {}
     for name, folder in folders.items():
         models = scored_problems(folder)
-        if len(models) != 1:
-            raise UserInputError(f"--math {name}={folder}: expected one model's generations, found {sorted(models)}")
-        counts[name] = next(iter(models.values()))
+        if len(models) == 1:
+            counts[name] = next(iter(models.values()))
+        elif name in models:  # a several-model eval math folder: the model of this name
+            counts[name] = models[name]
+        else:
+            raise UserInputError(
+                f"--math {name}={folder}: expected one model's generations or one named {name!r}, found "
+                f"{sorted(models)}"
+            )
     problems = sorted(set.intersection(*(set(c) for c in counts.values()))) if counts else []
     n = min((counts[name][p][0] for name in counts for p in problems), default=0)
     ks = sorted({k for k in ks if k <= n})

@@ -21,6 +21,7 @@ from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
 from darling.datagen.config import (
     DEFAULT_SYSTEM_PROMPT,
+    PAIRED_SEEDS_HELP,
     GeneratorSpec,
     check_sampling,
     load_generator_config,
@@ -75,6 +76,7 @@ class MathEvalConfig(EngineConfig):
     top_p: float = option(0.95, help="Nucleus sampling.")
     max_tokens: int = option(4096, help="Max new tokens per response.")
     seed: int = option(0, help="Seed (per-request seeds derive from it and stable ids).")
+    paired_seeds: bool = option(False, help=PAIRED_SEEDS_HELP)
     limit: int | None = option(None, help="Use the first N problems of each file.")
     ks: list[int] | None = option(
         None, aliases=("--k",), help="k to report (repeatable); default 1, 2, 4, ... n; 1 and n always."
@@ -125,7 +127,12 @@ class NoveltyConfig(EngineConfig):
         help="Prompts: JSONL/Parquet (field prompt; id, category if present), a dataset, or a packaged set: "
         "noveltybench-curated (NoveltyBench's 100), naming-heldout.",
     )
-    model: str | None = option(None, aliases=("-m",), help="Generator model; smollm2 = packaged.")
+    model: list[str] = option(
+        factory=list,
+        aliases=("-m",),
+        help="Generator: PATH, or NAME=PATH to write OUTPUT/NAME/ (repeatable: several models in one process, the "
+        "prompts, classifier and reward model loaded once, the same seeds for each); smollm2 = packaged.",
+    )
     k: int = option(10, aliases=("-k",), help="Responses per prompt.")
     temperature: float = option(1.0, help="Sampling temperature.")
     max_tokens: int = option(512, help="Max new tokens per response.")
@@ -174,14 +181,24 @@ class NoveltyConfig(EngineConfig):
         """``cut_points`` read as numbers; NoveltyBench's when unset."""
         return parse_cut_points(self.cut_points) if self.cut_points else NOVELTYBENCH_CUT_POINTS
 
-    def identity(self) -> dict[str, Any]:
-        """What defines the generations: a rerun with a different identity would mix two experiments."""
+    def named_models(self) -> list[tuple[str | None, str]]:
+        """(NAME, PATH) per ``--model``: NAME is None for a bare PATH."""
+        specs = [(text, parse_model(text, None)) for text in self.model]
+        return [(spec.name, spec.model) if spec.model else (None, text) for text, spec in specs]
+
+    def model_folders(self) -> list[tuple[str, Path]]:
+        """(model, the folder its evaluation writes) per ``--model``: NAME=PATH writes OUTPUT/NAME/, a bare PATH (the
+        only model) OUTPUT itself."""
+        return [(path, Path(self.output) / name if name else Path(self.output)) for name, path in self.named_models()]
+
+    def identity(self, model: str | None) -> dict[str, Any]:
+        """What defines one model's generations: a rerun with a different identity would mix two experiments."""
         # A local file is named by its absolute path: the same file reached from another cwd is the same run.
         local = self.prompts is not None and Path(self.prompts).exists()
         prompts = str(Path(str(self.prompts)).resolve()) if local else str(self.prompts)
         return {
             "prompts": prompts,
-            "model": self.model,
+            "model": model,
             "engine": self.engine,
             "k": self.k,
             "temperature": self.temperature,
@@ -198,6 +215,14 @@ class NoveltyConfig(EngineConfig):
             parse_cut_points(self.cut_points)  # checked here, before anything runs
         if self.generate and (not self.prompts or not self.model):
             raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
+        if isinstance(self.model, str):  # the Python API: a bare string would be read letter by letter
+            raise UserInputError(f"model must be a list of PATH or NAME=PATH, got the string {self.model!r}")
+        names = [name for name, _ in self.named_models()]
+        if len(names) > 1 and None in names:
+            raise UserInputError("several --model: name each as NAME=PATH (its evaluation goes to OUTPUT/NAME/)")
+        twice = sorted({n for n in names if n is not None and names.count(n) > 1})
+        if twice:
+            raise UserInputError(f"--model: the name {twice[0]!r} is given twice (each names its own folder)")
         if not self.classifier:
             raise UserInputError("give --classifier DIR (a darling export or a HF pair classifier)")
         if self.reward_model_urls and not self.reward_model:

@@ -116,7 +116,7 @@ def generate(
     one server process per model, ended before the next starts) that serves every dataset."""
 
     counts = {"generated": 0, "skipped": 0, "failed": 0}
-    sampling = ("engine", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "shard_size")
+    sampling = ("engine", "n", "temperature", "top_p", "max_tokens", "seed", "paired_seeds", "limit", "shard_size")
     shared = {name: getattr(config, name) for name in sampling}  # the engine itself is made here, per model
     for spec in specs:
         engine = build_engine(config, engine_options(config, spec.engine_overrides()))

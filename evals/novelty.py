@@ -18,6 +18,10 @@ the lower bucket); the model scores in process, or on its vLLM replicas (``--rew
 ``darling.core.reward_model``: a score no replica gives stops the evaluation); without a reward model every
 response has quality 1, so utility measures diversity only.
 
+Several models (``--model NAME=PATH``, repeatable) are evaluated in one process, each into ``OUTPUT/NAME/`` as if
+alone: each generates in turn (its engine closed before the next), then the classifier partitions all of them and the
+reward model scores all of them, each loaded once. Every model draws the same per-request seeds.
+
 Generations are resumable ``ShardStore`` shards in ``OUTPUT/generations`` keyed by (prompt_id, sample_index);
 a rerun asks only for missing or failed samples. Their identity (``run.json``) is the generation settings
 only: the classifier, threshold, partition and utility can change on a rerun without regenerating. A prompt
@@ -46,7 +50,6 @@ from darling.core.progress import progress_bar
 from darling.core.reward_model import load_reward_model
 from darling.core.schemas import RUN_FILE, stable_id
 from darling.core.shards import ShardStore
-from darling.datagen.problems import PACKAGED_PROMPT_SETS, packaged_problem_file, problem_records
 from darling.evals.config import (
     DARLING_FORK,
     DEFAULT_PATIENCE,
@@ -64,6 +67,7 @@ from darling.evals.novelty_partition import (
     load_pair_scorer,
     partition_responses,
 )
+from darling.evals.novelty_prompts import NoveltyPrompt, load_prompts
 from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
 from darling.evals.prompt_metrics import PromptAnswers, metric_columns
 
@@ -79,13 +83,6 @@ GENERATION_COLUMNS = {
     "status": "String",  # ok | failed (failed samples are retried by a rerun, never scored)
     "error": "String",
 }
-
-
-@dataclass(frozen=True)
-class NoveltyPrompt:
-    prompt_id: str
-    prompt: str
-    category: str | None = None
 
 
 # -- definitions ---------------------------------------------------------------------------------------------
@@ -124,62 +121,16 @@ def prompt_utility(classes: Sequence[int], quality: Sequence[float], method: str
     return novelty_utility(classes, quality, patience)
 
 
-# -- prompts -------------------------------------------------------------------------------------------------
-# NoveltyBench's 100 curated prompts (MIT, evals/resources/NOVELTYBENCH-LICENSE), loadable by name.
-PACKAGED_NOVELTY_PROMPTS = {
-    "noveltybench-curated": Path(__file__).parent / "resources" / "noveltybench-curated.jsonl.gz"
-}
-
-
-def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPrompt]:
-    """Prompts (field ``prompt``; ``id`` if present, else a content hash; optional ``category``) from a
-    .jsonl[.gz] file, a .parquet file or folder, a ``save_to_disk`` folder, a hub name ``owner/name[:split]`` or
-    a packaged prompt set by name (``noveltybench-curated``, ``naming-heldout``, ``naming-train``)."""
-
-    spec = str(source)
-    if limit is not None and limit < 1:
-        raise UserInputError(f"--limit must be at least 1, got {limit}")
-    path = Path(spec)
-    if spec in PACKAGED_NOVELTY_PROMPTS and not path.exists():
-        path = PACKAGED_NOVELTY_PROMPTS[spec]
-        spec = str(path)
-    elif spec in PACKAGED_PROMPT_SETS and not path.exists():
-        path = packaged_problem_file(spec) or path
-        spec = str(path)
-    if not path.exists() and not ("/" in spec and not spec.startswith((".", "/")) and not path.suffix):
-        raise UserInputError(f"{spec}: prompt file not found")
-    records, _ = problem_records(spec)
-    prompts: list[NoveltyPrompt] = []
-    seen: dict[str, str] = {}
-    for where, record in records:
-        if not isinstance(record, dict):
-            raise UserInputError(f"{where}: expected an object with field 'prompt', got {type(record).__name__}")
-        text = record.get("prompt")
-        if not isinstance(text, str) or not text.strip():
-            problem = "missing field 'prompt'" if text is None else "field 'prompt' must be a non-empty string"
-            raise UserInputError(f"{where}: {problem}")
-        raw_id, category = record.get("id"), record.get("category")
-        if raw_id is not None and not isinstance(raw_id, str | int):
-            raise UserInputError(f"{where}: field 'id' must be a string or integer, got {type(raw_id).__name__}")
-        if category is not None and not isinstance(category, str):
-            raise UserInputError(f"{where}: field 'category' must be a string, got {type(category).__name__}")
-        prompt_id = str(raw_id) if raw_id not in (None, "") else stable_id(text)  # reordering keeps ids
-        if prompt_id in seen:
-            raise UserInputError(f"{where}: duplicate prompt id '{prompt_id}' (also at {seen[prompt_id]})")
-        seen[prompt_id] = where
-        prompts.append(NoveltyPrompt(prompt_id, text, category))
-        if limit is not None and len(prompts) >= limit:
-            break
-    if not prompts:
-        raise UserInputError(f"{spec}: no prompts found")
-    return prompts
-
-
 # -- stage 1: generation -------------------------------------------------------------------------------------
 def generate_responses(
-    config: NoveltyConfig, prompts: list[NoveltyPrompt], store: ShardStore, engine: Engine | None, progress: bool
+    config: NoveltyConfig,
+    model: str,
+    prompts: list[NoveltyPrompt],
+    store: ShardStore,
+    engine: Engine | None,
+    progress: bool,
 ) -> dict[str, int]:
-    """Ask the engine for every missing or failed sample; rows are flushed every ``shard_size`` rows."""
+    """Ask the engine for ``model``'s every missing or failed sample; rows are flushed every ``shard_size`` rows."""
 
     existing = store.read()
     done = {tuple(k) for k in existing.filter(pl.col("status") == "ok").select(GENERATION_KEY).iter_rows()}
@@ -188,7 +139,8 @@ def generate_responses(
         missing = [i for i in range(config.k) if (p.prompt_id, i) not in done]
         reused += config.k - len(missing)
         if missing:
-            # A seed from stable ids: a rerun asks for the same samples with the same seed.
+            # A seed from stable ids (not the model): a rerun asks for the same samples with the same seed, and every
+            # model draws the same seeds, so identical weights would give identical samples (a paired comparison).
             seed = int(stable_id(config.seed, p.prompt_id, missing[0]), 16) % 2**31
             sampling = Sampling(len(missing), config.temperature, 1.0, config.max_tokens, seed)
             messages = ({"role": "user", "content": p.prompt},)  # NoveltyBench: the bare prompt, no system turn
@@ -201,7 +153,7 @@ def generate_responses(
     engine = engine or build_engine(config)
     buffer: list[dict[str, Any]] = []
     with progress_bar(enabled=progress) as bar:
-        task = bar.add_task("generate", total=sum(len(m) for _, m in pending.values()))
+        task = bar.add_task(f"generate ({model})", total=sum(len(m) for _, m in pending.values()))
 
         def on_result(result: ChatResult) -> None:
             prompt, indices = pending.pop(cast(str, result.request.key))  # keyed by prompt_id
@@ -229,41 +181,107 @@ def generate_responses(
                 buffer.clear()
 
         try:
-            engine.run(config.model or "", requests, on_result)
+            engine.run(model, requests, on_result)
         finally:
             store.append(buffer)  # keep what finished, even when interrupted
             if own_engine:
-                engine.close()  # free the generator before the classifier and reward model load
+                engine.close()  # free the generator before the next model, the classifier and the reward model
     return counts
 
 
-# -- stage 2: partition and quality --------------------------------------------------------------------------
-def score_generations(
-    config: NoveltyConfig, classifier: ClassifierChoice, frame: pl.DataFrame, progress: bool
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
-    """Per response (class id, raw reward, quality, credited quality) and per prompt (distinct, utility) for
-    ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)), and the partition's counts."""
+@dataclass(frozen=True)
+class StoredGenerations:
+    """One evaluation's generations as stored: the complete prompts' rows, sorted by (prompt_id, sample_index)."""
 
-    by_prompt = frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
-    groups = by_prompt["response"].to_list()
-    device = resolve_device(config.device)  # the generator's device: classifier and reward model go there too
+    output: Path
+    frame: pl.DataFrame
+    n_wanted: int  # prompts asked for (with --no-generate: those stored)
+    generation: dict[str, Any]  # the generations' identity (run.json)
+    counts: dict[str, int]  # this run's generated / failed / reused samples ({} with --no-generate)
+
+
+def evaluation_folders(config: NoveltyConfig) -> list[tuple[str | None, Path]]:
+    """(model, folder) per evaluation: one per ``--model``; with ``--no-generate`` and no ``--model``, OUTPUT itself
+    or else each OUTPUT/NAME/ that holds generations."""
+    if config.model:
+        return [(model, folder) for model, folder in config.model_folders()]
+    output = Path(config.output)
+    found = sorted(run.parent.parent for run in output.glob(f"*/generations/{RUN_FILE}"))
+    if (output / "generations" / RUN_FILE).exists() or not found:
+        return [(None, output)]  # none found: the read says what is missing
+    return [(None, folder) for folder in found]
+
+
+def stored_generations(
+    config: NoveltyConfig, model: str | None, output: Path, prompts: list[NoveltyPrompt], engine, progress: bool
+) -> StoredGenerations:
+    """Generate what ``model`` lacks (unless ``--no-generate``), then read its complete prompts back."""
+    store_dir = output / "generations"
+    if config.generate:
+        assert model is not None  # NoveltyConfig.check: generating needs --model
+        store = ShardStore(store_dir, GENERATION_COLUMNS, GENERATION_KEY)
+        counts = generate_responses(config, model, prompts, store, engine, progress)
+        wanted = [p.prompt_id for p in prompts]
+        frame = store.read().filter(pl.col("prompt_id").is_in(wanted))
+    else:
+        if not (store_dir / RUN_FILE).exists():
+            raise UserInputError(f"{store_dir}: no stored generations; run once without --no-generate")
+        frame, counts = ShardStore(store_dir, GENERATION_COLUMNS, GENERATION_KEY).read(), {}
+        wanted = frame["prompt_id"].unique().to_list()
+    generation = json.loads((store_dir / RUN_FILE).read_text())
+    ok = frame.filter(pl.col("status") == "ok").group_by("prompt_id").agg(pl.len().alias("n_ok"))
+    complete_ids = ok.filter(pl.col("n_ok") == int(generation["k"]))["prompt_id"].to_list()
+    complete = frame.filter(pl.col("prompt_id").is_in(complete_ids)).sort(GENERATION_KEY)
+    return StoredGenerations(output, complete, len(wanted), generation, counts)
+
+
+# -- stage 2: partition and quality --------------------------------------------------------------------------
+def _by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
+
+
+def partition_frames(
+    config: NoveltyConfig, classifier: ClassifierChoice, frames: list[pl.DataFrame], progress: bool
+) -> list[tuple[list[list[int]], dict[str, int]]]:
+    """Each frame's class ids per prompt and its partition counts, with the scorer loaded once for all."""
     scorer = load_pair_scorer(config, classifier)
-    classes: list[list[int]] = []
-    stats = NoveltyPartitionStats()
+    results = []
+    groups_of = [_by_prompt(frame)["response"].to_list() for frame in frames]
     with progress_bar(enabled=progress) as bar:
-        task = bar.add_task("partition", total=len(groups))
-        for start in range(0, len(groups), 256):  # one scorer call batches a step across many prompts
-            chunk, chunk_stats = partition_responses(groups[start : start + 256], scorer, config.partition)
-            classes += chunk
-            stats.add(chunk_stats)
-            bar.advance(task, len(chunk))
+        task = bar.add_task("partition", total=sum(map(len, groups_of)))
+        for groups in groups_of:
+            classes: list[list[int]] = []
+            stats = NoveltyPartitionStats()
+            for start in range(0, len(groups), 256):  # one scorer call batches a step across many prompts
+                chunk, chunk_stats = partition_responses(groups[start : start + 256], scorer, config.partition)
+                classes += chunk
+                stats.add(chunk_stats)
+                bar.advance(task, len(chunk))
+            results.append((classes, asdict(stats)))
     client = getattr(scorer, "client", None)
     if client is not None:  # served: close its HTTP connections
         client.close()
     del scorer, client  # free the scorer before the reward model loads
-    raw: list[float | None] = [None] * frame.height
-    if config.reward_model:
-        raw = reward_scores(config.reward_model, config.reward_model_urls, frame, device)
+    return results
+
+
+def raw_rewards(config: NoveltyConfig, frames: list[pl.DataFrame]) -> list[list[float | None]]:
+    """Each frame's raw reward-model score per response (None without a reward model), the model loaded once."""
+    if not config.reward_model or not frames:
+        return [[None] * frame.height for frame in frames]
+    device = resolve_device(config.device)  # the generator's device: the reward model goes there too
+    scores = reward_scores(config.reward_model, config.reward_model_urls, pl.concat(frames), device)
+    ends = np.cumsum([frame.height for frame in frames]).tolist()
+    return [scores[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def score_tables(
+    config: NoveltyConfig, frame: pl.DataFrame, classes: list[list[int]], raw: list[float | None]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per response (class id, raw reward, quality, credited quality) and per prompt (every prompt metric) of
+    ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)) from its partition and raw rewards."""
+    by_prompt = _by_prompt(frame)
+    groups = by_prompt["response"].to_list()
     quality = [1 if r is None else quality_bucket(r, config.quality_cut_points) for r in raw]
     k = len(groups[0])  # every complete prompt has exactly k responses
     pairs = list(zip(classes, [quality[i : i + k] for i in range(0, len(quality), k)], strict=True))
@@ -281,7 +299,7 @@ def score_generations(
     per_prompt = by_prompt.drop("response").with_columns(
         pl.Series(name, values, dtype=pl.Float64) for name, values in columns.items()
     )
-    return scored, per_prompt, asdict(stats)
+    return scored, per_prompt
 
 
 def reward_scores(path: str, urls: Sequence[str], frame: pl.DataFrame, device: str) -> list[float | None]:
@@ -323,9 +341,13 @@ def run_description(
     }
 
 
-def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progress: bool = False) -> dict[str, Any]:
-    """Generate (resumably), partition, score, and write metrics.json, report.md, novelty.png, scores.parquet
-    and per_prompt.parquet to ``config.output``. Returns the metrics plus this run's generation counts."""
+def evaluate_novelty(
+    config: NoveltyConfig, engine: Engine | None = None, progress: bool = False
+) -> dict[Path, dict[str, Any]]:
+    """Per model: generate (resumably) into its folder, then partition and score every model's complete prompts
+    (the classifier loaded once, then the reward model once) and write metrics.json, report.md, novelty.png,
+    scores.parquet and per_prompt.parquet to each folder. Returns each folder's metrics plus this run's generation
+    counts (``run``)."""
 
     if config.generate and engine is None:
         engine_options(config)  # a bad engine option fails before anything is read or written
@@ -335,32 +357,28 @@ def evaluate_novelty(config: NoveltyConfig, engine: Engine | None = None, progre
         torch.set_num_threads(config.threads)
     prompts = load_prompts(str(config.prompts), config.limit) if config.generate else []
     classifier = check_classifier(config)  # before generating: a typo must not cost a generation run
-    store_dir = Path(config.output) / "generations"
-    if config.generate:
-        store = ShardStore(store_dir, GENERATION_COLUMNS, GENERATION_KEY)
-        store.check_settings(config.identity(), what="prompts, model or sampling")
-        counts = generate_responses(config, prompts, store, engine, progress)
-        wanted = [p.prompt_id for p in prompts]
-        frame = store.read().filter(pl.col("prompt_id").is_in(wanted))
-    else:
-        if not (store_dir / RUN_FILE).exists():
-            raise UserInputError(f"{store_dir}: no stored generations; run once without --no-generate")
-        frame, counts = ShardStore(store_dir, GENERATION_COLUMNS, GENERATION_KEY).read(), {}
-        wanted = frame["prompt_id"].unique().to_list()
-    generation = json.loads((store_dir / RUN_FILE).read_text())
-    k = int(generation["k"])
-    ok = frame.filter(pl.col("status") == "ok").group_by("prompt_id").agg(pl.len().alias("n_ok"))
-    complete_ids = ok.filter(pl.col("n_ok") == k)["prompt_id"].to_list()
-    complete = frame.filter(pl.col("prompt_id").is_in(complete_ids)).sort(GENERATION_KEY)
-    if complete.height:
-        scored, per_prompt, stats = score_generations(config, classifier, complete, progress)
-    else:  # nothing complete: an empty report that says so (the CLI exits 1)
-        scored, per_prompt, stats = complete, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
-    metrics = {
-        **summarise(per_prompt),
-        "n_prompts_incomplete": len(wanted) - len(complete_ids),
-        "k": k,
-        **run_description(config, classifier, generation, stats),
-    }
-    write_outputs(Path(config.output), scored, per_prompt, metrics)
-    return {**metrics, "run": counts}
+    folders = evaluation_folders(config)
+    if config.generate:  # every model's identity before any generates: a mismatch must not cost the others' runs
+        for model, folder in folders:
+            store = ShardStore(folder / "generations", GENERATION_COLUMNS, GENERATION_KEY)
+            store.check_settings(config.identity(model), what="prompts, model or sampling")
+    stored = [stored_generations(config, model, folder, prompts, engine, progress) for model, folder in folders]
+    scorable = [s for s in stored if s.frame.height]
+    partitions = iter(partition_frames(config, classifier, [s.frame for s in scorable], progress) if scorable else [])
+    rewards = iter(raw_rewards(config, [s.frame for s in scorable]))
+    results: dict[Path, dict[str, Any]] = {}
+    for s in stored:
+        if s.frame.height:
+            classes, stats = next(partitions)
+            scored, per_prompt = score_tables(config, s.frame, classes, next(rewards))
+        else:  # nothing complete: an empty report that says so (the CLI exits 1)
+            scored, per_prompt, stats = s.frame, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
+        metrics = {
+            **summarise(per_prompt),
+            "n_prompts_incomplete": s.n_wanted - per_prompt.height,
+            "k": int(s.generation["k"]),
+            **run_description(config, classifier, s.generation, stats),
+        }
+        write_outputs(s.output, scored, per_prompt, metrics)
+        results[s.output] = {**metrics, "run": s.counts}
+    return results

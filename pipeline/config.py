@@ -96,7 +96,9 @@ SECTIONS: dict[str, Section] = {
         RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
     ),
     "eval_math": Section(
-        MathEvalConfig, ("output", "generators", "specs", "model", "seed", "threads"), command="eval math"
+        MathEvalConfig,
+        ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
+        command="eval math",
     ),
     "eval_novelty": Section(
         NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls"), command="eval novelty"

@@ -66,7 +66,7 @@ def _compare_step(plan: Plan, train: bool) -> Step:
     wired = {
         "output": c.run / folder,
         "novelty": [f"{n}={c.run / novelty / n}" for n in names],
-        "math": [f"{n}={EVAL_MATH.folder(c.run) / n}" for n in names] if with_math else [],
+        "math": [f"{n}={EVAL_MATH.folder(c.run)}" for n in names] if with_math else [],  # each policy by its name
         "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
         "pairs": [f"{a}:{b}" for a, b in compared_pairs(c)],
         "seed": c.seed,

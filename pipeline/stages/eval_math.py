@@ -1,5 +1,5 @@
-"""Stage 6, math before and after RL (``eval-math/<policy>/``): pass@k of each policy, prompted as RL trained it,
-every policy under the same model name so all draw the same sampling seeds (a paired comparison)."""
+"""Stage 6, math before and after RL (``eval-math/``): pass@k of every policy in one ``eval math`` command, each
+prompted as RL trained it and all drawing the same sampling seeds (``--paired-seeds``: a paired comparison)."""
 
 from __future__ import annotations
 
@@ -8,35 +8,29 @@ from typing import Any
 
 from darling.core.numbers import pct
 from darling.evals.config import MathEvalConfig
-from darling.pipeline.script import Block, engine_where, json_text, side_by_side
+from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Records, Stage, read_json
 from darling.pipeline.stages.rl import RL, policies, rl_step
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
-# eval math names the model this in every folder: per-request seeds derive from the name, so all policies draw the
-# same seeds and their comparison is paired (identical weights would give identical samples).
-EVAL_NAME = "policy"
-
-
-def generators_file(name: str) -> str:
-    """RUN/inputs/: the one generator eval math runs for policy ``name``."""
-    return f"eval-math-{name}.json"
+GENERATORS_FILE = "eval-math.json"  # RUN/inputs/: every policy as an eval-math generator
 
 
 def eval_math_steps(plan: Plan) -> list[Step]:
-    return plan.once(("eval-math",), lambda: [_eval_math_step(plan, name) for name in policies(plan)])
+    return plan.once(("eval-math",), lambda: [_eval_math_step(plan)])
 
 
-def _eval_math_step(plan: Plan, name: str) -> Step:
+def _eval_math_step(plan: Plan) -> Step:
     c = plan.config
     wired = {
-        "output": EVAL_MATH.folder(c.run) / name,
-        "generators": input_path(c, generators_file(name)),
+        "output": EVAL_MATH.folder(c.run),
+        "generators": input_path(c, GENERATORS_FILE),
         "seed": c.seed,
+        "paired_seeds": True,  # identical weights would give identical samples
         **threads(c, MathEvalConfig),
     }
     config = stage_config(c, "eval_math", MathEvalConfig, **wired)
-    return Step(f"eval-math-{name}", ("eval", "math"), config, explicit=shown(c, wired, "eval_math"))
+    return Step("eval-math", ("eval", "math"), config, explicit=shown(c, wired, "eval_math"))
 
 
 def eval_math_block(plan: Plan) -> Block:
@@ -44,38 +38,34 @@ def eval_math_block(plan: Plan) -> Block:
     models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in policies(plan).items())
     steps = eval_math_steps(plan)
     lines = [
-        f"# {models}; each named '{EVAL_NAME}' so all draw the same seeds (paired), prompted as RL trained it",
-        *side_by_side(steps, c.run, c.jobs),
+        f"# {models}; all draw the same seeds (paired), prompted as RL trained them",
+        *[step.guarded(c.run) for step in steps],
     ]
     return Block(EVAL_MATH.name, engine_where(steps[0].config, "pass@k"), lines, steps)
 
 
-def eval_generator(plan: Plan, model: str) -> dict:
+def eval_generator(plan: Plan, name: str, model: str) -> dict:
     """One eval-math generator, prompted as the policy was trained (the rl template, no system prompt)."""
     template = rl_step(plan).config.user_template
-    return {"name": EVAL_NAME, "model": model, "system_prompt": None, "user_template": template}
+    return {"name": name, "model": model, "system_prompt": None, "user_template": template}
 
 
 def eval_math_inputs(plan: Plan) -> dict[Path, str]:
-    return {
-        input_path(plan.config, generators_file(name)): json_text({"generators": [eval_generator(plan, model)]})
-        for name, model in policies(plan).items()
-    }
+    generators = [eval_generator(plan, name, model) for name, model in policies(plan).items()]
+    return {input_path(plan.config, GENERATORS_FILE): json_text({"generators": generators})}
 
 
 def eval_math_summary(plan: Plan) -> dict[str, Any]:
-    models, datasets, ks = {}, [], set()
-    steps = eval_math_steps(plan)
-    for name, step in zip(policies(plan), steps, strict=True):
-        metrics = read_json(Path(step.config.output) / "metrics.json")
-        m = metrics["models"][EVAL_NAME]
-        models[name] = {"n": m["n"], "problems": m["mean"]["problems"], "pass@k": m["mean"]["pass@k"]}
-        datasets = metrics["datasets"]
-        ks |= set(metrics["ks"])
-    config = steps[0].config
+    (step,) = eval_math_steps(plan)
+    metrics = read_json(Path(step.config.output) / "metrics.json")
+    models = {
+        name: {"n": m["n"], "problems": m["mean"]["problems"], "pass@k": m["mean"]["pass@k"]}
+        for name, m in metrics["models"].items()
+    }
+    config = step.config
     return {
-        "datasets": datasets,
-        "ks": sorted(ks),
+        "datasets": metrics["datasets"],
+        "ks": sorted(metrics["ks"]),
         "models": models,
         "model_paths": policies(plan),
         "n": config.n,
@@ -92,21 +82,18 @@ def eval_math_section(s: dict[str, Any]) -> list[str]:
         f"{', '.join(s['datasets'])}: n = {s['n']} samples per problem at temperature {s['temperature']}, "
         f"≤ {s['max_tokens']} tokens, graded by math-verify; unbiased pass@k in % (mean over datasets).",
         "",
-        "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " | report |",
-        "| --- | --- | ---: |" + " ---: |" * len(ks) + " --- |",
+        "| model | path | problems | " + " | ".join(f"pass@{k}" for k in ks) + " |",
+        "| --- | --- | ---: |" + " ---: |" * len(ks),
     ]
     folder = EVAL_MATH.name
     for name, m in s["models"].items():
         cells = " | ".join(pct(m["pass@k"].get(str(k))) for k in ks)
-        lines.append(
-            f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} | "
-            f"[report]({folder}/{name}/report.md) · [metrics]({folder}/{name}/metrics.json) |"
-        )
+        lines.append(f"| {name} | `{s['model_paths'].get(name, '')}` | {m['problems']} | {cells} |")
     return [
         *lines,
         "",
-        "Paired comparison: both models draw the same sampling seeds (each is evaluated in its own "
-        "folder under the same model name), so identical weights would give identical samples.",
+        f"[report]({folder}/report.md) · [metrics]({folder}/metrics.json). Paired comparison: every model draws the "
+        "same sampling seeds, so identical weights would give identical samples.",
         "",
     ]
 

@@ -1,10 +1,10 @@
 """Stage 7, novelty (``eval-novelty/<policy>/``): each policy's responses to the held-out prompts, partitioned by the
 fresh classifier (NoveltyBench-style distinct and utility); with ``evaluate_training_prompts`` also on the prompts
-the RL runs trained on (``eval-novelty-train/<policy>/``), with the same sampling."""
+the RL runs trained on (``eval-novelty-train/<policy>/``), with the same sampling. One ``eval novelty`` command per
+prompt set evaluates every policy (the prompts, classifier and reward model loaded once)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from darling.core.numbers import fmt
@@ -26,31 +26,26 @@ def novelty_sets(plan: Plan) -> dict[str, dict[str, Any]]:
 
 
 def eval_novelty_steps(plan: Plan) -> list[Step]:
-    """Each policy on the held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, on the RL
-    prompts (``eval-novelty-train/``) with the same sampling."""
+    """One step per prompt set: the held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, the RL
+    prompts (``eval-novelty-train/``) with the same sampling; each evaluates every policy."""
     return plan.once(
-        ("eval-novelty",),
-        lambda: [step for folder, prompts in novelty_sets(plan).items() for step in _steps(plan, folder, prompts)],
+        ("eval-novelty",), lambda: [_step(plan, folder, prompts) for folder, prompts in novelty_sets(plan).items()]
     )
 
 
-def _steps(plan: Plan, folder: str, prompts: dict[str, Any]) -> list[Step]:
+def _step(plan: Plan, folder: str, prompts: dict[str, Any]) -> Step:
     c = plan.config
-    steps = []
-    for name, model in policies(plan).items():  # novelty seeds do not depend on the model: paired too
-        wired = {
-            "output": c.run / folder / name,
-            **prompts,
-            "model": model,
-            "classifier": str(CLASSIFIER.folder(c.run)),
-            "seed": c.seed,
-            **threads(c, NoveltyConfig),
-            **({"reward_model_urls": reward_urls(plan)} if c.serve_reward_model else {}),
-        }
-        config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
-        explicit = shown(c, wired, "eval_novelty")
-        steps.append(Step(f"{folder}-{name}", ("eval", "novelty"), config, explicit=explicit))
-    return steps
+    wired = {
+        "output": c.run / folder,  # each policy in its own folder below: --model NAME=PATH writes OUTPUT/NAME/
+        **prompts,
+        "model": [f"{name}={model}" for name, model in policies(plan).items()],  # novelty seeds: the same for each
+        "classifier": str(CLASSIFIER.folder(c.run)),
+        "seed": c.seed,
+        **threads(c, NoveltyConfig),
+        **({"reward_model_urls": reward_urls(plan)} if c.serve_reward_model else {}),
+    }
+    config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
+    return Step(folder, ("eval", "novelty"), config, explicit=shown(c, wired, "eval_novelty"))
 
 
 def held_out_settings(plan: Plan) -> NoveltyConfig:
@@ -76,15 +71,15 @@ def eval_novelty_summary(plan: Plan) -> dict[str, Any]:
     prompts (``train_models``, ``train_prompts``)."""
     summary: dict[str, Any] = {"models": {}}
     for step in eval_novelty_steps(plan):
-        output = Path(step.config.output)
-        m = read_json(output / "metrics.json")
-        train = output.parent.name == NOVELTY_TRAIN
-        summary.setdefault("train_models" if train else "models", {})[output.name] = {
-            "model": step.config.model,
-            **{k: m[k] for k in ("n_prompts", "k", *map(mean_key, PROMPT_METRIC_NAMES), "threshold", "partition")},
-        }
+        train = step.name == NOVELTY_TRAIN
+        for model, output in step.config.model_folders():
+            m = read_json(output / "metrics.json")
+            summary.setdefault("train_models" if train else "models", {})[output.name] = {
+                "model": model,
+                **{k: m[k] for k in ("n_prompts", "k", *map(mean_key, PROMPT_METRIC_NAMES), "threshold", "partition")},
+            }
+            summary.update(quality=m["quality"], patience=m["utility"]["patience"])
         summary["train_prompts" if train else "prompts"] = str(step.config.prompts)
-        summary.update(quality=m["quality"], patience=m["utility"]["patience"])
     return summary
 
 

@@ -73,7 +73,7 @@ def test_eval_novelty_scores_on_its_device(tmp_path, minilm_bi_export):
     from darling.evals.novelty_partition import check_classifier, load_pair_scorer
 
     config = NoveltyConfig(
-        output=tmp_path, classifier=str(minilm_bi_export), prompts="naming-heldout", model="smollm2", device="meta"
+        output=tmp_path, classifier=str(minilm_bi_export), prompts="naming-heldout", model=["smollm2"], device="meta"
     )
     scorer = load_pair_scorer(config, check_classifier(config))
     with one_device(scorer.model.backbone) as wrong:

@@ -159,6 +159,7 @@ def test_cli_end_to_end_with_the_real_smollm2_resumes_and_reports_again(tmp_path
         24,
         "--threads",
         1,
+        "--paired-seeds",  # the same seeds for both names: the same weights answer alike
         "--output",
         out,
     ]
@@ -172,6 +173,13 @@ def test_cli_end_to_end_with_the_real_smollm2_resumes_and_reports_again(tmp_path
             rows = pl.read_parquet(out / "generations" / dataset / model / "part-*.parquet")
             assert rows.height == 2 * 2 and (rows["status"] == "ok").all() and set(rows["model"]) == {model}
             assert rows["correct"].null_count() == 0 and rows["num_tokens"].max() <= 24
+        twin = pl.read_parquet(out / "generations" / dataset / "again" / "part-*.parquet").sort(
+            "problem_id", "sample_index"
+        )
+        mine = pl.read_parquet(out / "generations" / dataset / "smollm2" / "part-*.parquet").sort(
+            "problem_id", "sample_index"
+        )
+        assert twin["response"].to_list() == mine["response"].to_list()  # paired: identical weights, identical samples
     metrics = json.loads((out / "metrics.json").read_text())
     assert list(metrics["models"]) == ["smollm2", "again"] and metrics["datasets"] == ["arithmetic", "tiny"]
     for m in metrics["models"].values():
@@ -257,3 +265,22 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["eval", "math", "--no-generate", "--output", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert seen[-1].generate is False and seen[-1].problems == [] and seen[-1].model == []
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_paired_seeds_give_every_generator_the_same_seeds(tmp_path, paired):
+    """Per-request seeds derive from the generator's name unless --paired-seeds: then every generator draws the same
+    seed for the same problem and samples (eval math's paired comparison of policies; the pipeline sets it)."""
+    from darling.core.schemas import Problem
+    from darling.datagen.config import GeneratorSpec, RolloutConfig
+    from darling.datagen.rollouts import plan_requests
+
+    config = RolloutConfig(output=tmp_path, problems="p.jsonl", n=3, paired_seeds=paired)
+    specs = [GeneratorSpec(name="base", model="m"), GeneratorSpec(name="rl", model="m")]
+    problems = [Problem("t:p1", "t", "What is 1 + 1?", "2"), Problem("t:p2", "t", "What is 2 + 2?", "4")]
+    requests, _ = plan_requests(config, specs, problems, done={("t:p1", "rl", 0)})
+    seeds = {r.key[:2]: r.sampling.seed for r in requests}
+    assert (seeds["base", "t:p2"] == seeds["rl", "t:p2"]) is paired
+    assert len({seeds["base", "t:p1"], seeds["base", "t:p2"]}) == 2  # per problem either way
+    assert seeds["rl", "t:p1"] != seeds["base", "t:p1"]  # rl's p1 starts at sample 1: another request, another seed
+    assert ("paired_seeds" in config.identity(specs)) is paired  # a rerun that changes it is refused

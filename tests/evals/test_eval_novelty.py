@@ -152,7 +152,9 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
         "mean_quality": None,
         "n_prompts_incomplete": 0,
     }
-    monkeypatch.setattr(darling.evals.novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or metrics)
+    monkeypatch.setattr(
+        darling.evals.novelty, "evaluate_novelty", lambda c, progress: seen.append(c) or {c.output: metrics}
+    )
     args = [
         "eval",
         "novelty",
@@ -183,7 +185,7 @@ def test_flags_and_their_aliases_reach_the_config(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert (config.model, config.k, config.classifier_urls, config.utility) == (
-        "smollm2",
+        ["smollm2"],
         3,
         ["http://a:1", "http://b:2"],
         "darling-fork",
@@ -339,15 +341,17 @@ def test_failed_generations_are_excluded_counted_and_retried(tmp_path, minilm_ex
     from darling.evals.novelty import evaluate_novelty
 
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "prompt": "Name a colour."}, {"id": "b", "prompt": "Hi"}])
-    config = NoveltyConfig(output=tmp_path / "out", prompts=str(prompts), model="m", k=2, classifier=str(minilm_export))
-    first = evaluate_novelty(config, engine=ScriptedEngine(fail={"b"}))
+    config = NoveltyConfig(
+        output=tmp_path / "out", prompts=str(prompts), model=["m"], k=2, classifier=str(minilm_export)
+    )
+    (first,) = evaluate_novelty(config, engine=ScriptedEngine(fail={"b"})).values()
     assert (first["n_prompts"], first["n_prompts_incomplete"]) == (1, 1)
     assert first["run"] == {"generated": 2, "failed": 2, "reused": 0}
     scores = pl.read_parquet(tmp_path / "out" / "scores.parquet")
     assert scores["prompt_id"].to_list() == ["a", "a"] and set(scores["status"]) == {"ok"}  # never scored
 
     engine = ScriptedEngine()
-    second = evaluate_novelty(config, engine=engine)
+    (second,) = evaluate_novelty(config, engine=engine).values()
     assert engine.asked == [("b", 2)]  # only the failed prompt's samples are asked for again
     assert (second["n_prompts"], second["n_prompts_incomplete"]) == (2, 0)
     assert second["run"] == {"generated": 2, "failed": 0, "reused": 2}
@@ -365,9 +369,9 @@ def test_partition_and_utility_options_rescore_stored_generations(tmp_path, mini
     # union-find keeps all four apart. No reward model: quality 1, utility measures diversity only.
     engine = ScriptedEngine(texts={"colour": ["Blue", "blue sky", "Red", "red"]})
     base = dict(
-        output=tmp_path / "out", prompts=str(prompts), model="m", k=4, classifier=str(minilm_export), threshold=1.0
+        output=tmp_path / "out", prompts=str(prompts), model=["m"], k=4, classifier=str(minilm_export), threshold=1.0
     )
-    first = evaluate_novelty(NoveltyConfig(**base), engine=engine)
+    (first,) = evaluate_novelty(NoveltyConfig(**base), engine=engine).values()
     assert first["mean_distinct"] == 2  # classes [0, 0, 1, 1]
     assert first["mean_utility"] == pytest.approx((1 + 0.64) / 2.952)  # credited at positions 0 and 2
     assert first["partition"]["method"] == "noveltybench" and first["utility"]["method"] == "noveltybench"
@@ -376,9 +380,10 @@ def test_partition_and_utility_options_rescore_stored_generations(tmp_path, mini
 
     # Other options on the same output: the stored generations are reused (their identity is unchanged).
     engine = ScriptedEngine()
-    fork = evaluate_novelty(NoveltyConfig(**base, utility="darling-fork"), engine=engine)
+    (fork,) = evaluate_novelty(NoveltyConfig(**base, utility="darling-fork"), engine=engine).values()
     assert fork["mean_distinct"] == 2 and fork["mean_utility"] == pytest.approx(2 / 4)  # sum of credited / k
-    union = evaluate_novelty(NoveltyConfig(**base, partition="union-find", utility="darling-fork"), engine=engine)
+    union_config = NoveltyConfig(**base, partition="union-find", utility="darling-fork")
+    (union,) = evaluate_novelty(union_config, engine=engine).values()
     assert union["mean_distinct"] == 4 and union["mean_utility"] == pytest.approx(1.0)
     assert union["partition"]["pairs_compared"] == 6 and union["partition"]["pairs_short_rule"] == 0
     assert engine.asked == [] and union["run"] == {"generated": 0, "failed": 0, "reused": 4}
@@ -405,7 +410,7 @@ def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, mini
     clf = save_tiny_modernbert_classifier(tmp_path / "clf", minilm_path)  # a 2-label HF classifier: --threshold
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "colour", "prompt": "Name a colour."}])
     out = tmp_path / "out"
-    config = NoveltyConfig(output=out, prompts=str(prompts), model="m", k=2, classifier=str(clf), threshold=0.5)
+    config = NoveltyConfig(output=out, prompts=str(prompts), model=["m"], k=2, classifier=str(clf), threshold=0.5)
     evaluate_novelty(config, engine=ScriptedEngine(texts={"colour": ["Blue", "Red"]}))  # stored, no reward model
     metrics = (out / "metrics.json").read_text()
     dead = f"http://127.0.0.1:{free_port()}"
@@ -418,3 +423,64 @@ def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, mini
     assert (out / "metrics.json").read_text() == metrics
     no_model = darling_in_process(*args, "--reward-model-url", dead)
     assert_one_line_error(no_model, "--reward-model-url needs --reward-model")
+
+
+@pytest.mark.slow
+def test_several_models_in_one_process_load_the_scorer_and_reward_model_once(
+    tmp_path, monkeypatch, smollm2_dir, minilm_export, minilm_reward_model
+):
+    """--model NAME=PATH (repeatable): each model's evaluation in OUTPUT/NAME/, exactly as it would be alone, with the
+    classifier and the reward model loaded once for all. The same weights under two names draw the same seeds, so
+    they answer alike (the comparison is paired); --no-generate without --model rescores every OUTPUT/NAME/."""
+    import darling.evals.novelty as novelty
+    from darling.evals.config import NoveltyConfig
+
+    loads = {"scorer": 0, "reward model": 0}
+    for name, what in (("load_pair_scorer", "scorer"), ("load_reward_model", "reward model")):
+        real = getattr(novelty, name)
+        monkeypatch.setattr(
+            novelty, name, lambda *a, _real=real, _what=what: loads.update({_what: loads[_what] + 1}) or _real(*a)
+        )
+    common = dict(
+        prompts=str(CURATED), limit=2, k=2, max_tokens=8, classifier=str(minilm_export),
+        reward_model=str(minilm_reward_model), threads=2,
+    )  # fmt: skip
+    out = tmp_path / "several"
+    both = NoveltyConfig(output=out, model=["a=smollm2", f"b={smollm2_dir}"], **common)
+    results = novelty.evaluate_novelty(both)
+    assert list(results) == [out / "a", out / "b"] and loads == {"scorer": 1, "reward model": 1}
+    alone = novelty.evaluate_novelty(NoveltyConfig(output=tmp_path / "alone", model=["smollm2"], **common))
+    scores = {name: pl.read_parquet(folder / "scores.parquet") for name, folder in (("a", out / "a"), ("b", out / "b"))}
+    scores["alone"] = pl.read_parquet(tmp_path / "alone" / "scores.parquet")
+    assert (
+        scores["a"]["response"].to_list() == scores["b"]["response"].to_list() == scores["alone"]["response"].to_list()
+    )
+    assert scores["a"]["raw_reward"].to_list() == pytest.approx(scores["alone"]["raw_reward"].to_list(), abs=1e-5)
+    assert json.loads((out / "b" / "generations" / "run.json").read_text())["model"] == str(smollm2_dir)
+    for key in ("n_prompts", "mean_distinct", "mean_utility", "mean_quality"):
+        assert results[out / "a"][key] == pytest.approx(alone[tmp_path / "alone"][key]), key
+
+    args = ["--no-generate", "--classifier", minilm_export, "--threshold", "0", "--partition", "union-find", "-o", out]
+    rescore = darling("eval", "novelty", *args)
+    assert rescore.returncode == 0, rescore.stderr
+    assert f"-> {out / 'a'}/metrics.json" in rescore.stdout and f"-> {out / 'b'}/metrics.json" in rescore.stdout
+    for folder in (out / "a", out / "b"):
+        assert json.loads((folder / "metrics.json").read_text())["mean_distinct"] == 1  # P >= 0: one class
+
+
+@pytest.mark.parametrize(
+    "models, fragment",
+    [
+        (["smollm2", "rl=runs/rl"], "several --model: name each as NAME=PATH"),
+        (["a=smollm2", "a=runs/rl"], "the name 'a' is given twice"),
+    ],
+)
+def test_several_models_need_distinct_names(tmp_path, models, fragment):
+    from helpers import assert_one_line_error, darling_in_process
+
+    flags = [f"--model={m}" for m in models]
+    result = darling_in_process(
+        "eval", "novelty", "--prompts", CURATED, "--classifier", tmp_path, *flags, "-o", tmp_path
+    )
+    assert_one_line_error(result, fragment)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
