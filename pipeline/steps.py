@@ -27,7 +27,7 @@ ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 class Step:
     """``[launcher] darling <words> ...``: a command, its settings (``config``) and its other parameters."""
 
-    name: str  # within its stage: its log file's name (rl, rl-grpo, eval-math-base, ...)
+    name: str  # within its stage: its log file's name (rl, rl-grpo, eval-novelty-train, ...)
     words: tuple[str, ...]
     config: Any  # the command's settings: its own config dataclass (RLTrainConfig, ...)
     params: dict[str, Any] = field(default_factory=dict)
@@ -161,8 +161,14 @@ def shown(c: PipelineConfig, wired: dict[str, Any], *sections: str) -> tuple[str
     return tuple(dict.fromkeys([*wired, *named_in(c, *sections)]))
 
 
-def threads(c: PipelineConfig, cls: type[CommandConfig]) -> dict[str, Any]:
-    """The chain's CPU threads as the command's ``threads`` field (train-classifier reads 0 as torch's default)."""
+def threads(c: PipelineConfig, cls: type[CommandConfig], alone: bool = False) -> dict[str, Any]:
+    """The chain's CPU threads as the command's ``threads`` field (train-classifier reads 0 as torch's default);
+    ``alone``: a one-process command alone in its block gets the cores ``jobs`` commands would share."""
     if cls is ClassifierTrainConfig:
         return {"threads": c.threads or 0}
-    return {"threads": c.threads}
+    return {"threads": block_threads(c) if alone else c.threads}
+
+
+def block_threads(c: PipelineConfig) -> int | None:
+    """The threads of a command alone in its block: the cores ``jobs`` side-by-side commands would share."""
+    return c.threads * c.jobs if c.threads else None

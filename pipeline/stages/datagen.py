@@ -162,7 +162,12 @@ def labels_step(plan: Plan) -> Step:
 
 def _labels_step(plan: Plan) -> Step:
     c = plan.config
-    wired = {"pairs": PAIRS.folder(c.run), "output": LABELS.folder(c.run), "seed": c.seed, **threads(c, JudgeConfig)}
+    wired = {
+        "pairs": PAIRS.folder(c.run),
+        "output": LABELS.folder(c.run),
+        "seed": c.seed,
+        **threads(c, JudgeConfig, alone=True),
+    }
     config = stage_config(c, "labels", JudgeConfig, **wired)
     return Step("labels", ("datagen", "label"), config, explicit=shown(c, wired, "labels"))
 

@@ -27,7 +27,7 @@ def _eval_math_step(plan: Plan) -> Step:
         "generators": input_path(c, GENERATORS_FILE),
         "seed": c.seed,
         "paired_seeds": True,  # identical weights would give identical samples
-        **threads(c, MathEvalConfig),
+        **threads(c, MathEvalConfig, alone=True),  # one process where there were one per policy
     }
     config = stage_config(c, "eval_math", MathEvalConfig, **wired)
     return Step("eval-math", ("eval", "math"), config, explicit=shown(c, wired, "eval_math"))

@@ -5,6 +5,7 @@ prompt set evaluates every policy (the prompts, classifier and reward model load
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from darling.core.numbers import fmt
@@ -14,7 +15,7 @@ from darling.pipeline.script import Block, engine_where, side_by_side, start_in_
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.rl import REWARD_SERVERS_FILE, policies, reward_serve_step, reward_urls, training_prompts
-from darling.pipeline.steps import Step, shown, stage_config, threads
+from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
 
 NOVELTY_TRAIN = "eval-novelty-train"  # RUN/eval-novelty-train/: the same evaluation on the RL prompts
 
@@ -26,31 +27,66 @@ def novelty_sets(plan: Plan) -> dict[str, dict[str, Any]]:
 
 
 def eval_novelty_steps(plan: Plan) -> list[Step]:
-    """One step per prompt set: the held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, the RL
-    prompts (``eval-novelty-train/``) with the same sampling; each evaluates every policy."""
-    return plan.once(
-        ("eval-novelty",), lambda: [_step(plan, folder, prompts) for folder, prompts in novelty_sets(plan).items()]
-    )
+    """The held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, the RL prompts
+    (``eval-novelty-train/``) with the same sampling: each an ``eval novelty`` command over its share of the policies
+    (``policy_chunks``), the largest first."""
+
+    def steps() -> list[Step]:
+        weights, chunks = set_weights(plan), policy_chunks(plan)
+        units = [(folder, prompts, names) for folder, prompts in novelty_sets(plan).items() for names in chunks[folder]]
+        units.sort(key=lambda unit: -weights[unit[0]] * len(unit[2]))  # stable: the held-out set first among equals
+        return [_step(plan, folder, prompts, names, len(chunks[folder])) for folder, prompts, names in units]
+
+    return plan.once(("eval-novelty",), steps)
 
 
-def _step(plan: Plan, folder: str, prompts: dict[str, Any]) -> Step:
+def set_weights(plan: Plan) -> dict[str, int]:
+    """Per prompt set, its prompts per policy: its ``limit`` where every set has one, else the same for each."""
+    held_out = table_values(plan.config, "eval_novelty").get("limit")  # a set's own limit, else [eval_novelty]'s
+    limits = {folder: prompts.get("limit", held_out) for folder, prompts in novelty_sets(plan).items()}
+    if any(limit is None for limit in limits.values()):
+        return dict.fromkeys(limits, 1)
+    return {folder: int(limit) for folder, limit in limits.items() if limit is not None}
+
+
+def policy_chunks(plan: Plan) -> dict[str, list[list[str]]]:
+    """Per prompt set, its policies in chunks, one ``eval novelty`` command each (a command loads the classifier
+    once for its chunk). As few commands as keep the ``jobs`` slots evenly busy: a chunk holds at most the share of
+    one slot (every set's prompts x policies / jobs)."""
+    names = list(policies(plan))
+    weights = set_weights(plan)
+    share = sum(weights.values()) * len(names) / plan.config.jobs
+    chunks = {}
+    for folder, weight in weights.items():
+        size = max(1, min(len(names), int(share // weight)))
+        chunks[folder] = [names[i : i + size] for i in range(0, len(names), size)]
+    return chunks
+
+
+def _wired(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str]) -> dict[str, Any]:
     c = plan.config
-    wired = {
+    models = policies(plan)
+    return {
         "output": c.run / folder,  # each policy in its own folder below: --model NAME=PATH writes OUTPUT/NAME/
         **prompts,
-        "model": [f"{name}={model}" for name, model in policies(plan).items()],  # novelty seeds: the same for each
+        "model": [f"{name}={models[name]}" for name in names],  # novelty seeds: the same for each policy
         "classifier": str(CLASSIFIER.folder(c.run)),
         "seed": c.seed,
         **threads(c, NoveltyConfig),
         **({"reward_model_urls": reward_urls(plan)} if c.serve_reward_model else {}),
     }
-    config = stage_config(c, "eval_novelty", NoveltyConfig, **wired)
-    return Step(folder, ("eval", "novelty"), config, explicit=shown(c, wired, "eval_novelty"))
+
+
+def _step(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str], chunks: int) -> Step:
+    wired = _wired(plan, folder, prompts, names)
+    config = stage_config(plan.config, "eval_novelty", NoveltyConfig, **wired)
+    name = folder if chunks == 1 else f"{folder}-{'+'.join(names)}"  # its log: logs/NAME.log
+    return Step(name, ("eval", "novelty"), config, explicit=shown(plan.config, wired, "eval_novelty"))
 
 
 def held_out_settings(plan: Plan) -> NoveltyConfig:
     """The held-out evaluation's settings (its prompts, k, temperature), as every policy's step has them."""
-    return eval_novelty_steps(plan)[0].config
+    return next(s.config for s in eval_novelty_steps(plan) if Path(s.config.output).name == EVAL_NOVELTY.name)
 
 
 def eval_novelty_block(plan: Plan) -> Block:
@@ -71,7 +107,7 @@ def eval_novelty_summary(plan: Plan) -> dict[str, Any]:
     prompts (``train_models``, ``train_prompts``)."""
     summary: dict[str, Any] = {"models": {}}
     for step in eval_novelty_steps(plan):
-        train = step.name == NOVELTY_TRAIN
+        train = Path(step.config.output).name == NOVELTY_TRAIN
         for model, output in step.config.model_folders():
             m = read_json(output / "metrics.json")
             summary.setdefault("train_models" if train else "models", {})[output.name] = {

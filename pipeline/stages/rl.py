@@ -19,7 +19,7 @@ from darling.pipeline.resources import accelerate_config
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.steps import Step, input_path, run_relative, shown, table_values
+from darling.pipeline.steps import Step, block_threads, input_path, run_relative, shown, table_values
 from darling.rl.config import RewardServeConfig, RLTrainConfig
 from darling.rl.methods import DARLING as DARLING_METHOD
 from darling.rl.methods import GRPO as GRPO_METHOD
@@ -95,7 +95,7 @@ def warmup_step(plan: Plan) -> Step | None:
     c = plan.config
     if not c.rl_warmup:
         return None
-    threads = c.threads * c.jobs if c.threads else None  # alone in the block: the cores the runs would share
+    threads = block_threads(c)  # alone in the block: the cores the runs would share
     own = table_values(c, "rl_warmup")
     return plan.once((WARMUP,), lambda: _rl_run(plan, WARMUP, method=GRPO_METHOD.name, own=own, threads=threads))
 

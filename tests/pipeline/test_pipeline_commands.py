@@ -159,8 +159,8 @@ def test_paper_tiny_runs_papers_commands_with_only_values_changed(tmp_path):
 
     paper, tiny = structure("paper", tmp_path / "p"), structure("paper-tiny", tmp_path / "t")
     assert [name for name, _ in paper] == [name for name, _ in tiny] == [s for s in STAGE_NAMES if s != "eval-creative"]
-    for (name, a), (_, b) in zip(paper, tiny, strict=True):
-        assert a == b, name
+    for (name, a), (_, b) in zip(paper, tiny, strict=True):  # how many side by side follows `jobs`: the kinds match
+        assert sorted(set(a)) == sorted(set(b)), name
     assert any("torchrun" in cmd for _, shape in paper for cmd in shape)
     assert any("accelerate" in cmd and "CUDA_VISIBLE_DEVICES" in cmd for _, shape in paper for cmd in shape)
     sizes = {"max_tokens_per_response", "max_steps", "warmup_steps", "global_batch_size", "checkpoint_every_n_steps"}
