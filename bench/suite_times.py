@@ -32,7 +32,8 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "suite_times.json"
 
 
 def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]) -> tuple[float, int, str]:
-    """The README's test command in ``tree`` with the clock on; (seconds, return code, output tail)."""
+    """The README's test command in ``tree`` with the clock on; (seconds, return code, output tail). Its whole output
+    goes to RAW's folder as ``pytest.log``."""
     env = {
         **env,
         "DARLING_SUITE_CLOCK": str(raw),
@@ -47,7 +48,18 @@ def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]
         capture_output=True,
         text=True,
     )
+    (raw.parent / "pytest.log").write_text(proc.stdout + proc.stderr)
     return time.monotonic() - start, proc.returncode, (proc.stdout + proc.stderr)[-6000:]
+
+
+def cpu_seconds(raw: Path) -> dict[tuple[str, str], float]:
+    """CPU seconds per (test, phase) from every process's CPU file beside ``raw`` (none from an older clock)."""
+    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    for path in raw.parent.glob(f"{raw.name}.cpu.*.jsonl"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            cpu[entry["nodeid"], entry["when"]] += entry["cpu"]
+    return cpu
 
 
 def summarise(raw: Path) -> dict[str, Any]:
@@ -55,14 +67,17 @@ def summarise(raw: Path) -> dict[str, Any]:
     lines = [json.loads(line) for line in raw.read_text().splitlines() if line.strip()]
     session = lines[0]["session"]
     phases = lines[1:]
+    cpu = cpu_seconds(raw)
     modules: dict[str, dict[str, Any]] = {}
     workers: dict[str, float] = defaultdict(float)
     outcomes: dict[str, int] = defaultdict(int)
     for p in phases:
         m = modules.setdefault(
-            p["module"], {"worker_s": 0.0, "start": p["start"], "stop": p["stop"], "workers": set(), "tests": set()}
+            p["module"],
+            {"worker_s": 0.0, "cpu_s": 0.0, "start": p["start"], "stop": p["stop"], "workers": set(), "tests": set()},
         )
         m["worker_s"] += p["duration"]
+        m["cpu_s"] += cpu.get((p["nodeid"], p["when"]), 0.0)
         m["start"], m["stop"] = min(m["start"], p["start"]), max(m["stop"], p["stop"])
         m["workers"].add(p["worker"])
         m["tests"].add(p["nodeid"])
@@ -72,6 +87,7 @@ def summarise(raw: Path) -> dict[str, Any]:
     table = {
         name: {
             "worker_s": round(m["worker_s"], 1),
+            "cpu_s": round(m["cpu_s"], 1),
             "wall_s": round(m["stop"] - m["start"], 1),
             "worker": ",".join(sorted(m["workers"])),
             "tests": len(m["tests"]),
@@ -84,30 +100,33 @@ def summarise(raw: Path) -> dict[str, Any]:
         "exitstatus": session["exitstatus"],
         "outcomes": dict(outcomes),
         "workers_busy_s": {w: round(s, 1) for w, s in sorted(workers.items())},
+        "cpu_s": round(sum(cpu.values()), 1),  # the test processes' and their waited-for children's
         "modules": table,
     }
 
 
 def markdown(result: dict[str, Any], top: int = 40) -> str:
+    cpu_total = f"; CPU {result['cpu_s']:,.0f} s" if result.get("cpu_s") else ""
     rows = [
         f"Suite at {result.get('commit', '?')}: pytest {result['pytest_wall_s']:,.0f} s wall"
         + (f", set-up {result['setup_s']:,.0f} s" if result.get("setup_s") is not None else "")
-        + f"; workers busy {', '.join(f'{w} {s:,.0f} s' for w, s in result['workers_busy_s'].items())}; "
+        + f"; workers busy {', '.join(f'{w} {s:,.0f} s' for w, s in result['workers_busy_s'].items())}{cpu_total}; "
         + ", ".join(f"{n} {k}" for k, n in sorted(result["outcomes"].items())),
         "",
-        "| module | tests | worker s | wall s | worker | starts at s |",
-        "| --- | ---: | ---: | ---: | --- | ---: |",
+        "| module | tests | worker s | CPU s | wall s | worker | starts at s |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for name, m in list(result["modules"].items())[:top]:
+        cpu = f"{m['cpu_s']:,.1f}" if m.get("cpu_s") else "–"
         rows.append(
-            f"| {name} | {m['tests']} | {m['worker_s']:,.1f} | {m['wall_s']:,.1f} | {m['worker']} | "
+            f"| {name} | {m['tests']} | {m['worker_s']:,.1f} | {cpu} | {m['wall_s']:,.1f} | {m['worker']} | "
             f"{m['starts_at_s']:,.0f} |"
         )
     rest = list(result["modules"].values())[top:]
     if rest:
         rows.append(
-            f"| {len(rest)} other modules | {sum(m['tests'] for m in rest)} | "
-            f"{sum(m['worker_s'] for m in rest):,.1f} | | | |"
+            f"| {len(rest)} other modules | {sum(m['tests'] for m in rest)} | {sum(m['worker_s'] for m in rest):,.1f} "
+            f"| {sum(m.get('cpu_s', 0) for m in rest):,.1f} | | | |"
         )
     return "\n".join(rows) + "\n"
 

@@ -5,6 +5,7 @@ prompt set evaluates every policy (the prompts, classifier and reward model load
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ def policy_chunks(plan: Plan) -> dict[str, list[list[str]]]:
     share = sum(weights.values()) * len(names) / plan.config.jobs
     chunks = {}
     for folder, weight in weights.items():
-        size = max(1, min(len(names), int(share // weight)))
+        count = min(len(names), math.ceil(len(names) * weight / share - 1e-9))  # commands this set needs
+        size = math.ceil(len(names) / count)
         chunks[folder] = [names[i : i + size] for i in range(0, len(names), size)]
     return chunks
 

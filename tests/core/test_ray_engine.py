@@ -8,6 +8,7 @@ through the same ``generate_rollouts`` as rollouts, so the rollouts test is its 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -52,12 +53,24 @@ def ray_cluster():
             assert started.returncode == 0, f"{command[1:3]} failed:\n{started.stdout[-3000:]}{started.stderr[-3000:]}"
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
-        # A force-stopped vLLM actor leaves its engine-core process behind (vLLM spawns it; only the actor's graceful
-        # exit stops it): end those of this cluster, found by the scratch path in their environment.
-        for pid in pids_whose_environment_names(str(scratch)):
-            os.kill(pid, signal.SIGKILL)
+        # Only this cluster's processes (raylets, GCS, workers, vLLM engine cores), found by the scratch path in their
+        # environment: `ray stop --force` ends every Ray process on the machine, the local Ray instance of a verl test
+        # running on the other worker among them (seen: its actors died with "owner's node has crashed").
+        stop_processes(pids_whose_environment_names(str(scratch)))
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def stop_processes(pids: list[int], grace: float = 10.0) -> None:
+    pids = [pid for pid in pids if pid != os.getpid()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.2)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def pids_whose_environment_names(text: str) -> list[int]:

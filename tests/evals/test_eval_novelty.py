@@ -12,7 +12,7 @@ import sys
 
 import polars as pl
 import pytest
-from helpers import NOVELTY_CURATED, write_jsonl
+from helpers import NOVELTY_CURATED, darling_in_process, write_jsonl
 
 from darling.classifier.partition import partition_texts
 from darling.core.errors import UserInputError
@@ -287,8 +287,9 @@ def test_cli_end_to_end_resumes_and_rescores(
     assert metrics["utility"]["patience"] is None
     assert "| mean utility (utility darling-fork) |" in (out / "report.md").read_text()
 
-    # Rescore the stored responses, no reward model, threshold 0 (every pair equivalent): one class per prompt.
-    rescore = darling(
+    # Rescore the stored responses, no reward model, threshold 0 (every pair equivalent): one class per prompt. (The
+    # rescores run the same command line in this process: the runs above are its processes.)
+    rescore = darling_in_process(
         "eval", "novelty", "--no-generate", "--classifier", minilm_export, "--threshold", "0", "--output", out
     )
     assert rescore.returncode == 0, rescore.stderr
@@ -300,7 +301,7 @@ def test_cli_end_to_end_resumes_and_rescores(
     assert pl.read_parquet(out / "scores.parquet")["response"].to_list() == scores["response"].to_list()
 
     # The same responses through a bi-encoder export: one embedding per response, every pair from the matrix.
-    rescore = darling(
+    rescore = darling_in_process(
         "eval", "novelty", "--no-generate", "--classifier", minilm_bi_export, "--threshold", "0", "--output", out
     )
     assert rescore.returncode == 0, rescore.stderr
@@ -401,7 +402,7 @@ def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, mini
     the evaluation with one line and exit 1, leaving the last metrics as they were: never a utility without its
     qualities. No server is started here (one costs ~40 s): the replica is a URL nobody listens on, as after a
     crash; served scores equal in-process ones in tests/rl/test_reward_model_served.py."""
-    from helpers import assert_one_line_error, darling_in_process, save_tiny_modernbert_classifier
+    from helpers import assert_one_line_error, save_tiny_modernbert_classifier
 
     from darling.core.vllm_server import free_port
     from darling.evals.config import NoveltyConfig
@@ -476,7 +477,7 @@ def test_several_models_in_one_process_load_the_scorer_and_reward_model_once(
     ],
 )
 def test_several_models_need_distinct_names(tmp_path, models, fragment):
-    from helpers import assert_one_line_error, darling_in_process
+    from helpers import assert_one_line_error
 
     flags = [f"--model={m}" for m in models]
     result = darling_in_process(

@@ -42,7 +42,11 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
         assert f"--pairs {arm}-rl:grpo-rl" in compare and f"--pairs darling-rl:{arm}-rl" in compare, arm
         assert f'--novelty "{arm}-rl=$RUN/eval-novelty/{arm}-rl"' in compare
         assert f'--training "{arm}-rl=$RUN/rl-{arm}"' in compare
-        assert f'eval novelty --output "$RUN/eval-novelty-train/{arm}-rl"' in script
+        assert any(  # evaluated on the training prompts too, in one of eval novelty's commands
+            f'--model "{arm}-rl=$RUN/rl-{arm}/final"' in line
+            for line in script.splitlines()
+            if 'eval novelty --output "$RUN/eval-novelty-train"' in line
+        ), arm
 
 
 @pytest.mark.parametrize(

@@ -15,16 +15,23 @@ from darling.pipeline.stages import STAGE_NAMES
 
 CPU_STAGES = [s for s in STAGE_NAMES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
 
-# Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations.
+# Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations. The
+# judge and the policy are the tiny random Qwen3 (tiny:qwen3-lm): this chain tests the cpu preset's commands, their
+# folders, records, report and resumption; what the real SmolLM2 does as a judge, a policy and a generator is tested
+# where a test asserts it (tests/datagen, tests/rl, tests/evals).
+TINY_LM = "tiny:qwen3-lm"
 SMALL = [
     f"--set={item}"
     for item in (
         "datagen.limit=2",
         "pairs.max_pairs_per_problem=2",
+        f"labels.judge_model={TINY_LM}",
         "labels.limit=3",
         "classifier.max_steps=3",
         "classifier.max_tokens_per_response=32",
         "training_pairs.human_pairs=60",
+        f"rl.policy={TINY_LM}",
+        "rl.trainable_layers=1",  # of its 2 (the preset trains the top 10 of SmolLM2's 30)
         "rl.max_steps=2",
         "rl.limit=4",  # also the training prompts eval-novelty-train evaluates
         "rl.per_device_train_batch_size=16",  # 2 prompts a step, not the preset's 4: 2 steps show the chain
@@ -50,7 +57,7 @@ def files_and_mtimes(run: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def chain(tmp_path_factory, smollm2_dir, minilm_path):
+def chain(tmp_path_factory, minilm_path):
     run = tmp_path_factory.mktemp("pipeline") / "run"
     start = time.monotonic()
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL, timeout=CHAIN_TIMEOUT)
@@ -109,7 +116,7 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
         assert runs[name]["checkpoints_left"] == []  # pruned by rl-train once final was saved
     assert runs["grpo"]["reward"].startswith("quality only") and summaries["rl"]["side_by_side"]
     warmup = str(run / "rl-warmup" / "final")
-    assert runs["darling"]["policy"] == runs["grpo"]["policy"] == warmup and runs["warmup"]["policy"] == "smollm2"
+    assert runs["darling"]["policy"] == runs["grpo"]["policy"] == warmup and runs["warmup"]["policy"] == TINY_LM
     assert [s["step"] for s in runs["warmup"]["steps"]] == [1, 2] and runs["darling"]["strict_length"]
     term = summaries["compare"]["term"]["darling-rl"]
     assert term["applied"] and term["steps"] == 2 and not summaries["compare"]["term"]["grpo-rl"]["applied"]

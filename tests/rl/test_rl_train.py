@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import assert_one_line_error, darling, write_jsonl
+from helpers import assert_one_line_error, darling, darling_in_process, write_jsonl
 
 from darling.core.errors import UserInputError
 from darling.rl.reward import DarlingConfig
@@ -106,10 +106,11 @@ def test_reward_ablation_options_reach_the_reward(tmp_path):
 
 
 def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
-    """Both refused with one line before any model loads and before anything is written."""
+    """Both refused with one line before any model loads and before anything is written (the first as a user runs it,
+    the others through the same command line in this process)."""
     resumed = darling("rl-train", "--preset", "cpu", "--method", "grpo", "--resume", "--output", str(tmp_path / "a"))
     assert_one_line_error(resumed, "--resume given, but there is no checkpoint")
-    missing = darling(
+    missing = darling_in_process(
         "rl-train",
         "--preset",
         "cpu",
@@ -121,7 +122,7 @@ def test_resume_needs_a_checkpoint_and_a_policy_must_exist(tmp_path):
         str(tmp_path / "b"),
     )
     assert_one_line_error(missing, "--policy", "no such model folder")
-    not_a_model = darling(
+    not_a_model = darling_in_process(
         "rl-train", "--preset", "cpu", "--method", "grpo", "--policy", str(tmp_path), "--output", str(tmp_path / "c")
     )
     assert_one_line_error(not_a_model, "not a model folder (no config.json)")

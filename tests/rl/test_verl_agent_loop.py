@@ -111,13 +111,17 @@ def test_darling_manager_rewards_whole_groups_through_verl(case, tmp_path, reque
     assert val == want
 
 
-def compose(script: Path, folders: list[Path], *extra: str) -> dict:
+def compose(folders: list[Path], *cases: list[str]) -> list[dict]:
+    """Each case (a main_ppo.sh, then extra override lines) composed by verl's own Hydra config, in one process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, folders))}
-    argv = [sys.executable, str(SCRIPTS / "verl_compose.py"), str(script), *extra]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    words = [w for i, case in enumerate(cases) for w in ([] if i == 0 else ["--"]) + case]
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / "verl_compose.py"), *words], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(line for line in proc.stdout.splitlines() if line.startswith(("RESULT ", "REFUSED ")))
-    return {"refused": line[8:]} if line.startswith("REFUSED") else json.loads(line[7:])
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("RESULT ", "REFUSED "))]
+    assert len(lines) == len(cases), proc.stdout[-3000:]
+    return [{"refused": line[8:]} if line.startswith("REFUSED") else json.loads(line[7:]) for line in lines]
 
 
 @pytest.mark.parametrize("folders", [[VERL09], [VERL08, VERL09]], ids=["verl-0.9.1", "verl-0.8.0"])
@@ -140,7 +144,11 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
     assert len(rows) == 16 and rows[0]["reward_model"]["ground_truth"] == "18"
     assert rows[0]["prompt"][0]["content"].endswith("output the final answer within \\boxed{}.")
 
-    result = compose(tmp_path / "darling" / "verl" / "main_ppo.sh", folders)
+    darling_script, grpo_script = (str(tmp_path / name / "verl" / "main_ppo.sh") for name in runs)
+    # the check can fail: verl's schema refuses an unknown key, and a new key without its +
+    result, grpo_result, refused = compose(
+        folders, [darling_script], [grpo_script], [darling_script, "algorithm.no_such_key=1"]
+    )
     values = result["values"]
     assert values["manager"] == "darling.rl.verl_agent_loop.DarlingAgentLoopManager"
     assert values["use_v1"] is (True if result["version"] >= "0.9" else None)  # 0.9's default: the v1 trainer
@@ -170,9 +178,6 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
     }
     assert {k: values[k] for k in paper} == paper
 
-    grpo = compose(tmp_path / "grpo" / "verl" / "main_ppo.sh", folders)["values"]
+    grpo = grpo_result["values"]
     assert grpo["manager"] is None and grpo["darling"] is None and grpo["algorithm.norm_adv_by_std_in_grpo"] is True
-
-    # the check can fail: verl's schema refuses an unknown key, and a new key without its +
-    refused = compose(tmp_path / "darling" / "verl" / "main_ppo.sh", folders, "algorithm.no_such_key=1")
     assert "no_such_key" in refused["refused"]

@@ -3,7 +3,8 @@
 ``main_ppo.sh`` that ``darling rl-train --engine verl --dry-run`` wrote, resolve it as verl's task runner does, read
 the DARLING settings back as the agent-loop manager does, and print the values the test checks as JSON.
 
-argv: the main_ppo.sh file; extra override lines (to show a bad one is refused).
+argv: cases, each a main_ppo.sh file followed by extra override lines (to show a bad one is refused), cases
+separated by ``--``; one line per case, in order (one process for all: verl and Hydra import once).
 """
 
 import dataclasses
@@ -18,16 +19,23 @@ from omegaconf import OmegaConf
 
 from darling.rl.verl_reward import VerlSettings
 
-words = shlex.split(Path(sys.argv[1]).read_text().split("main_ppo", 1)[1].replace("\\\n", " "))
-lines = [*words, *sys.argv[2:]]
-try:
-    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer/config"), version_base=None):
-        config = compose(config_name="ppo_trainer", overrides=lines)
-    OmegaConf.resolve(config)
-except Exception as error:  # what verl's main_ppo would refuse before anything starts
-    print("REFUSED " + f"{type(error).__name__}: {error}".splitlines()[0])
-    sys.exit(0)
-keys = [
+
+def compose_case(script: str, extra: list[str]) -> str:
+    words = shlex.split(Path(script).read_text().split("main_ppo", 1)[1].replace("\\\n", " "))
+    try:
+        with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer/config"), version_base=None):
+            config = compose(config_name="ppo_trainer", overrides=[*words, *extra])
+        OmegaConf.resolve(config)
+    except Exception as error:  # what verl's main_ppo would refuse before anything starts
+        return "REFUSED " + f"{type(error).__name__}: {error}".splitlines()[0]
+    values = {key: OmegaConf.select(config, key) for key in KEYS}
+    values["manager"] = OmegaConf.select(config, "actor_rollout_ref.rollout.agent.agent_loop_manager_class")
+    values["darling"] = dataclasses.asdict(VerlSettings.from_config(config)) if config.get("darling") else None
+    values["use_v1"] = OmegaConf.select(config, "trainer.use_v1")
+    return "RESULT " + json.dumps({"version": verl.__version__, "values": values}, default=list)
+
+
+KEYS = [
     "actor_rollout_ref.rollout.n",
     "actor_rollout_ref.rollout.temperature",
     "actor_rollout_ref.actor.optim.lr",
@@ -42,8 +50,13 @@ keys = [
     "trainer.total_training_steps",
     "actor_rollout_ref.model.enable_gradient_checkpointing",
 ]
-values = {key: OmegaConf.select(config, key) for key in keys}
-values["manager"] = OmegaConf.select(config, "actor_rollout_ref.rollout.agent.agent_loop_manager_class")
-values["darling"] = dataclasses.asdict(VerlSettings.from_config(config)) if config.get("darling") else None
-values["use_v1"] = OmegaConf.select(config, "trainer.use_v1")
-print("RESULT " + json.dumps({"version": verl.__version__, "values": values}, default=list))
+
+if __name__ == "__main__":
+    cases: list[list[str]] = [[]]
+    for word in sys.argv[1:]:
+        if word == "--":
+            cases.append([])
+        else:
+            cases[-1].append(word)
+    for script, *extra in cases:
+        print(compose_case(script, extra), flush=True)

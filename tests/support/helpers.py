@@ -216,12 +216,15 @@ CHAIN_TIMEOUT = limit(1663)
 
 
 # The cpu chain's commands at the smallest sizes that run each (gpu-compare's on this CPU; datagen, pairs and labels
-# skipped: tests/pipeline/test_pipeline_runs.py runs them).
+# skipped: tests/pipeline/test_pipeline_runs.py runs them), with a tiny random policy: these chains check wiring,
+# folders, seeds, pooling and arms; what training does is tested where a test asserts it (tests/rl).
 TINY_CHAIN = [
     f"--set={item}"
     for item in (
         "requires_cuda=false",  # the GPU preset's own chain, on this CPU
         "rl.use_cpu=true",
+        "rl.policy=tiny:qwen3-lm",  # wiring, seeds and pooling, not learning: a 2-layer random policy
+        "rl.trainable_layers=1",  # of its 2 (the cpu presets train the top 10 of SmolLM2's 30)
         "seed_jobs=2",
         "jobs=2",
         # datagen, pairs and labels are the cpu chain's, run by tests/pipeline/test_pipeline_runs.py: skipped here
