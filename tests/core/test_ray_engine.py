@@ -132,7 +132,7 @@ def test_rollouts_on_ray_equal_todays_engine_and_survive_a_killed_replica(ray_cl
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     written_when_killed = len(list((tmp_path / "ray").glob(SHARD_GLOB)))
-    output, _ = proc.communicate(timeout=limit(346))  # the slower of the two Ray tests, as measured
+    output, _ = proc.communicate(timeout=limit(120))  # its Ray run inside the suite: 54-64 s (2026-11-27)
     assert proc.returncode == 0, output[-4000:]
     assert written_when_killed == 0  # the kill came before any result
     assert "A worker died or was killed" in output  # Ray saw the replica die (then restarted it)

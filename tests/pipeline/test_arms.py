@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import TINY_CHAIN, assert_one_line_error, darling, limit
+from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, darling
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -70,7 +70,7 @@ def test_arms_refused_in_one_line(tmp_path, options, fragments):
 def test_three_arms_train_evaluate_and_compare_through_the_chain_at_tiny_size(tmp_path):
     run = tmp_path / "run"
     arms = ["--set=arms=darling-ngram,darling-add,entropy", "--set=evaluate_training_prompts=false"]
-    result = darling("pipeline", "--preset", "cpu-arms", "-o", run, *arms, *TINY_CHAIN, timeout=limit(600))
+    result = darling("pipeline", "--preset", "cpu-arms", "-o", run, *arms, *TINY_CHAIN, timeout=ARMS_CHAIN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     records = json.loads((run / "stages.json").read_text())["stages"]
     assert {n: r["status"] for n, r in records.items()} == {n: "done" for n in STAGE_NAMES if n in records}

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import CHAIN_TIMEOUT, CLI_ENV, vllm_python, write_creative_bench
+from helpers import CHAT_TINY_TIMEOUT, CLI_ENV, vllm_python, write_creative_bench
 
 from darling.core.vllm_server import free_port
 
@@ -32,7 +32,7 @@ def test_chat_tiny_runs_the_chat_tracks_commands(tmp_path, smollm2_dir):
         capture_output=True,
         text=True,
         env=env,
-        timeout=CHAIN_TIMEOUT,
+        timeout=CHAT_TINY_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     records = json.loads((run / "stages.json").read_text())["stages"]

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers import TINY_CHAIN, darling, limit
+from helpers import GPU_COMPARE_TIMEOUT, TINY_CHAIN, darling
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -39,7 +39,16 @@ def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_p
     run = tmp_path / "study"
     arm = ["--arms", "passk"]  # another arm: its pairs pooled over the seeds too
     result = darling(
-        "pipeline", "--preset", "gpu-compare", "--seeds", "1,2", "-o", run, *arm, *TINY_CHAIN, timeout=limit(721)
+        "pipeline",
+        "--preset",
+        "gpu-compare",
+        "--seeds",
+        "1,2",
+        "-o",
+        run,
+        *arm,
+        *TINY_CHAIN,
+        timeout=GPU_COMPARE_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     stages = {s: json.loads((run / f"seed-{s}" / "stages.json").read_text())["stages"] for s in (1, 2)}

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import CHAIN_TIMEOUT, CLI_ENV, vllm_python
+from helpers import CLI_ENV, PAPER_TINY_TIMEOUT, vllm_python
 
 from darling.core.vllm_server import free_port
 from darling.pipeline.stages import STAGE_NAMES
@@ -34,13 +34,14 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     # pass@k in process: eval math generates through datagen's rollouts, whose vLLM path runs here in the datagen
     # stage (a server per generator); three more servers, one per policy, would add ~90 s and no new code path.
     # One job: eval novelty's three policies in one command, a vLLM server each in turn (the several-model path).
-    command += ["--set", "eval_math.engine=hf", "--set", "jobs=1"]
+    # top_p 1: the tiny Qwen's nucleus sampling sorts its 151,643-token vocabulary at every step (24 s of 44 here).
+    command += ["--set", "eval_math.engine=hf", "--set", "eval_math.top_p=1.0", "--set", "jobs=1"]
     result = subprocess.run(
         [sys.executable, "-m", "darling", *map(str, command)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=CHAIN_TIMEOUT,
+        timeout=PAPER_TINY_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     records = json.loads((run / "stages.json").read_text())["stages"]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CHAIN_TIMEOUT, assert_one_line_error, darling
+from helpers import CPU_CHAIN_TIMEOUT, assert_one_line_error, darling
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -60,7 +60,7 @@ def files_and_mtimes(run: Path) -> dict[str, int]:
 def chain(tmp_path_factory, minilm_path):
     run = tmp_path_factory.mktemp("pipeline") / "run"
     start = time.monotonic()
-    result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL, timeout=CHAIN_TIMEOUT)
+    result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL, timeout=CPU_CHAIN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     return run, result, time.monotonic() - start
 

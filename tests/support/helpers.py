@@ -18,8 +18,10 @@ MATH_SETS = REPO / "datagen" / "resources" / "math"  # NAME.jsonl.gz, also loada
 NOVELTY_PAIRS = REPO / "classifier" / "resources" / "noveltybench-pairs.jsonl.gz"  # --data noveltybench
 NOVELTY_CURATED = REPO / "evals" / "resources" / "noveltybench-curated.jsonl.gz"  # NoveltyBench's 100 prompts
 
-# Two cores: keep torch from oversubscribing them when tests and servers share the machine.
-torch.set_num_threads(int(os.environ.get("DARLING_TEST_THREADS", "2")))
+# Each test process's share of the cores (2 cores, 2 xdist workers: one thread each; -n 0: both): torch threads
+# beyond it would wait on each other's cores, spinning, whenever the other worker is busy too.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(int(os.environ.get("DARLING_TEST_THREADS", max(1, (os.cpu_count() or 2) // WORKERS))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -205,14 +207,17 @@ CLI_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS
 
 def limit(measured_seconds: float) -> int:
     """A subprocess's time limit: a guard against a hang, not a speed check (bench/ checks speed). Three times the
-    slowest time measured for it, because machines differ up to 3x in speed: the measurements are from a clean-clone
-    suite on 2 cores beside the main job (2026-11-26), the slowest conditions seen."""
+    slowest loaded time measured for what it guards, because machines differ up to 3x in speed: loaded = inside the
+    whole suite on 2 cores (its two workers busy), measured by bench/suite_times.py (bench/results/suite_times.json)."""
     return int(3 * measured_seconds)
 
 
-# A whole pipeline chain: the reduced cpu chain took 1,514 s there, and 1,663 s in the next such suite (paper-tiny
-# 923 s, chat-tiny 622 s).
-CHAIN_TIMEOUT = limit(1663)
+# Each chain's limit: 3x its slowest time inside the suite (2026-11-27, this stop's runs: bench/results/).
+CPU_CHAIN_TIMEOUT = limit(210)  # tests/pipeline/test_pipeline_runs.py: 150-207 s
+PAPER_TINY_TIMEOUT = limit(360)  # tests/pipeline/test_paper_tiny.py: 300-357 s
+CHAT_TINY_TIMEOUT = limit(180)  # tests/pipeline/test_chat_tiny.py: 138-177 s
+GPU_COMPARE_TIMEOUT = limit(160)  # tests/pipeline/test_gpu_compare.py, two seeds: 106-153 s
+ARMS_CHAIN_TIMEOUT = limit(110)  # tests/pipeline/test_arms.py, three arms: 39-106 s
 
 
 # The cpu chain's commands at the smallest sizes that run each (gpu-compare's on this CPU; datagen, pairs and labels
