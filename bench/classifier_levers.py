@@ -29,7 +29,7 @@ from darling.classifier.calibration import choose_threshold
 from darling.classifier.labelled_pairs import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.zero_shot import zero_shot_classifier
 from darling.core.encoders import PACKAGED_MINILM
-from darling.evals.lexical import jaccard, rouge1_f
+from darling.core.lexical import jaccard, rouge1_f
 
 TEST_SEED, TEST_FRACTION, CV_SEED, FOLDS = 1234, 0.15, 7, 5  # as in classifier_quality.py
 

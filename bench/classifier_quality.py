@@ -33,8 +33,8 @@ from darling.classifier.calibration import binary_metrics, bootstrap_intervals, 
 from darling.classifier.config import build_config
 from darling.classifier.labelled_pairs import PairSet, kfold_pairs, load_pairs, split_pairs
 from darling.classifier.train import train_classifier
+from darling.core.lexical import jaccard, rouge1_f
 from darling.core.schemas import LabelledPair
-from darling.evals.lexical import jaccard, rouge1_f
 
 TEST_SEED = 1234
 TEST_FRACTION = 0.15

@@ -26,6 +26,9 @@ CALIBRATION_PANEL = "Validation and calibration"
 HARDWARE_PANEL = "Hardware"
 LOGGING_PANEL = "Logging and checkpoints"
 KINDS = (CROSS_ENCODER, BI_ENCODER)
+# The packaged checks (darling.classifier.checks): pair sets scored after training that nothing is chosen on.
+NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS = "noveltybench-heldout", "minimal-pairs"
+CHECK_NAMES = (NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -128,6 +131,12 @@ class ClassifierTrainConfig(CommandConfig):
     symmetric: bool = option(
         False, help="Cross-encoder: predict with the mean of both orders.", panel=CALIBRATION_PANEL
     )
+    checks: list[str] = option(
+        factory=lambda: list(CHECK_NAMES),
+        help="Packaged pair sets scored after training, never chosen on (noveltybench-heldout: NoveltyBench's 100 "
+        "held-out human pairs; minimal-pairs: meaning over wording), or none (repeatable).",
+        panel=CALIBRATION_PANEL,
+    )
     # Logging and checkpoints.
     log_every_n_steps: int = option(10, help="Logging interval (steps).", panel=LOGGING_PANEL)
     report_to: list[str] = option(
@@ -170,6 +179,13 @@ class ClassifierTrainConfig(CommandConfig):
         unknown = sorted(set(self.report_to) - set(REPORT_TO))
         if unknown:
             raise UserInputError(f"report_to: unknown logger {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")
+        unknown = sorted(set(self.checks) - {*CHECK_NAMES, "none"})
+        if unknown:
+            raise UserInputError(f"checks: unknown check {unknown[0]!r}; choose from {', '.join(CHECK_NAMES)}, none")
+
+    def check_names(self) -> list[str]:
+        """The packaged checks to score (``none`` alone or beside others: none)."""
+        return [] if "none" in self.checks else list(dict.fromkeys(self.checks))
 
     def accumulation(self, world_size: int) -> int:
         """Micro-batches per optimiser step on each device: ``global_batch_size / (batch_size x world_size)``

@@ -38,6 +38,11 @@ VALIDATION_NOTE = (
     "figures (accuracy, F1, ...) are optimistic; ROC-AUC does not depend on the threshold"
 )
 TEST_NOTE = "held-out pairs that chose nothing (neither the threshold nor any training decision)"
+CHECKS_NOTE = (
+    "Pair sets that ship with darling and chose nothing (`darling.classifier.checks`), scored at the threshold "
+    "above; word overlap at thresholds fitted on the training pairs (balanced accuracy); bootstrap 95% intervals "
+    "over pairs. `darling eval classifier --data NAME` scores any export on them"
+)
 
 
 # What loading an export reads from darling.json, by kind: checked here, so a damaged file is one line
@@ -174,6 +179,7 @@ def build_meta(
     data_sha256: str,
     train_config: dict[str, Any],
     test_metrics: dict[str, Any] | None = None,
+    checks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     meta = {
         "format_version": EXPORT_FORMAT_VERSION,
@@ -189,6 +195,8 @@ def build_meta(
     }
     if test_metrics is not None:
         meta["test_metrics"], meta["test_note"] = test_metrics, TEST_NOTE
+    if checks:
+        meta["checks"] = checks
     return meta
 
 
@@ -222,6 +230,10 @@ def _model_card(meta: dict[str, Any]) -> str:
         rows = _metric_rows(meta["test_metrics"])
         header = "| metric | value [95% interval] |\n| --- | --- |"
         test = f"\n## Held-out metrics\n{meta['test_note']}.\n\n{header}\n{rows}\n"
+    if meta.get("checks"):
+        from darling.classifier.checks import checks_markdown  # loads scikit-learn
+
+        test += f"\n## Packaged checks\n{CHECKS_NOTE}\n\n{checks_markdown(meta['checks'])}\n"
     return f"""---
 library_name: transformers
 pipeline_tag: {"sentence-similarity" if bi else "text-classification"}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from darling.classifier.config import MINIMAL_PAIRS, NOVELTYBENCH_HELDOUT
 from darling.core.errors import UserInputError
 from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
 from darling.core.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
@@ -67,7 +68,12 @@ def record_to_pair(record: Any, where: str) -> LabelledPair:
 
 # Built-in pair sets shipped with the package (name -> file), so the CPU quick start needs no download.
 RESOURCES = Path(__file__).parent / "resources"
-BUILTIN_PAIRS = {"noveltybench": RESOURCES / "noveltybench-pairs.jsonl.gz"}
+BUILTIN_PAIRS = {
+    "noveltybench": RESOURCES / "noveltybench-pairs.jsonl.gz",  # the 1,000 the presets train on
+    # the packaged checks (darling.classifier.checks): never trained or chosen on
+    NOVELTYBENCH_HELDOUT: RESOURCES / "noveltybench-heldout.jsonl.gz",
+    MINIMAL_PAIRS: RESOURCES / "minimal-pairs.jsonl.gz",
+}
 
 
 def _sha256_of(path: Path) -> str:
@@ -90,7 +96,8 @@ def _sha256_of_pairs(pairs: list[LabelledPair]) -> str:
 def load_pairs(source: str | Path) -> PairSet:
     """Load labelled pairs from a ``.jsonl[.gz]`` file, a ``.parquet`` file or folder of shards, a folder
     written by ``datasets.save_to_disk``, a Hugging Face dataset name (``owner/name[:split]``), or a
-    built-in set: ``noveltybench`` (NoveltyBench's 1,000 human-labelled pairs, MIT licence)."""
+    built-in set: ``noveltybench`` (NoveltyBench's 1,000 human-labelled pairs, MIT licence), or a packaged check,
+    ``noveltybench-heldout`` (its 100 held-out pairs) or ``minimal-pairs`` (``darling.classifier.checks``)."""
     spec = str(source)
     path = BUILTIN_PAIRS.get(spec, Path(spec))
     if path.is_file() and path.name.endswith((".jsonl", ".json", ".jsonl.gz")):

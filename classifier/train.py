@@ -6,7 +6,7 @@ import copy
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,6 +19,7 @@ from darling.classifier.backbones import load_sequence_classifier
 from darling.classifier.bi_encoder import BiEncoder
 from darling.classifier.bi_encoder_training import BiEncoderModule, TextPairDataModule
 from darling.classifier.calibration import choose_threshold
+from darling.classifier.checks import score_checks
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import bi_encoder_fields, build_meta, cross_encoder_fields, export_classifier
@@ -51,6 +52,7 @@ class TrainResult:
     model: Any = None  # the trained model (rank 0), e.g. to compare with the export
     test_metrics: dict[str, Any] | None = None  # on held-out pairs, when train_classifier(test=...) was given
     rank: int = 0  # this process's global rank: only rank 0 calibrates, exports and has metrics
+    checks: dict[str, Any] = field(default_factory=dict)  # the packaged checks (darling.classifier.checks), by name
 
     @property
     def exported(self) -> bool:
@@ -345,14 +347,15 @@ def train_classifier(
         n = (len(train_pairs), len(val_pairs))
         no_threshold = float("nan")  # only rank 0 calibrates
         return TrainResult(output, {}, no_threshold, fitted.seconds, *n, trainer.global_step, rank=trainer.global_rank)
-    return calibrate_and_export(config, fitted, pairs.sha256, (len(train_pairs), val_pairs, test_pairs), output)
+    return calibrate_and_export(config, fitted, pairs.sha256, (train_pairs, val_pairs, test_pairs), output)
 
 
 def calibrate_and_export(
     config: ClassifierTrainConfig, fitted: Fitted, data_sha256: str, split: tuple, output: Path
 ) -> TrainResult:
-    """Rank 0: the threshold from the validation pairs, the test pairs scored, the export written."""
-    n_train, val_pairs, test_pairs = split
+    """Rank 0: the threshold from the validation pairs, the test pairs and the packaged checks scored, the export
+    written."""
+    train_pairs, val_pairs, test_pairs = split
     trainer, work_dir, dtype = fitted.trainer, output / "training", config.inference_dtype()
     clf = fitted.parts.scorer(scoring_copy(fitted.trained, dtype, trainer.strategy.root_device))
     threshold, metrics = calibrate(
@@ -361,6 +364,7 @@ def calibrate_and_export(
     clf = clf.with_threshold(threshold)
     metrics["train_seconds"] = round(fitted.seconds, 1)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
+    checks = score_checks(clf, config.check_names(), train_pairs + val_pairs, work_dir / "checks")
     world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
     schedule = {
         "world_size": world,
@@ -376,7 +380,8 @@ def calibrate_and_export(
         data_sha256,
         config.to_dict(),
         test_metrics,
+        checks,
     )
     export_classifier(fitted.trained, fitted.tokenizer, output, meta)
-    n = (n_train, len(val_pairs), trainer.global_step)
-    return TrainResult(output, metrics, threshold, fitted.seconds, *n, fitted.trained, test_metrics)
+    n = (len(train_pairs), len(val_pairs), trainer.global_step)
+    return TrainResult(output, metrics, threshold, fitted.seconds, *n, fitted.trained, test_metrics, checks=checks)

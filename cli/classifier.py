@@ -39,6 +39,10 @@ GPUs), one process per GPU:
         --devices 8 --data runs/labels/labelled.parquet \\
         --output runs/qwen3-clf
 
+After training, the packaged checks (pairs it never trained or chose anything on) are scored into the model
+card: NoveltyBench's 100 held-out human pairs and the minimal pairs (meaning over wording), each beside word
+overlap (`--checks none`: skip them).
+
 Every setting below is a field of `darling.classifier.ClassifierTrainConfig`; `--config FILE` (TOML/JSON/YAML)
 takes the same keys.
 """
@@ -82,12 +86,24 @@ def train(
     )
     if result.test_metrics is not None:
         out.print(metrics_line(f"test ({result.test_metrics['n']} held-out pairs)", result.test_metrics))
+    for name, check in result.checks.items():
+        out.print(check_line(name, check))
 
 
 def metrics_line(name: str, m: dict) -> str:
     return (
         f"{name}: accuracy {m['accuracy']:.3f}  balanced {m['balanced_accuracy']:.3f}  f1 {m['f1']:.3f}  "
         f"auc {m['roc_auc']:.3f}  ece {m['ece']:.3f}  threshold {m['threshold']:.3f}"
+    )
+
+
+def check_line(name: str, check: dict) -> str:
+    """A packaged check in one line: the classifier's AUC [interval] beside token Jaccard's."""
+    c, j = check["classifier"], check["jaccard"]
+    low, high = c["intervals_95"]["roc_auc"]
+    return (
+        f"check {name} ({check['n']} pairs): auc {c['roc_auc']:.3f} [{low:.2f}, {high:.2f}]  "
+        f"balanced {c['balanced_accuracy']:.3f}  (token Jaccard auc {j['roc_auc']:.3f})"
     )
 
 

@@ -1,5 +1,7 @@
-"""Word overlap of two texts, defined once: what ``eval classifier``'s word-overlap baselines score and what the
-n-gram partition (DARLING's lexical ablation, ``darling.classifier.ngram``) decides with.
+"""Word overlap of two texts, defined once: token and word n-gram Jaccard and ROUGE-1 F, what the word-overlap
+baselines of ``eval classifier`` and of the packaged checks score (a classifier that does not beat them on the same
+pairs has learnt word overlap, no more) and what the n-gram partition (DARLING's lexical ablation,
+``darling.classifier.ngram``) decides with.
 
 Tokens are lower-cased ``\\w+`` runs. ``ngram_jaccard(a, b, n)`` is |A ∩ B| / |A ∪ B| over the two texts' sets of
 word n-grams, with the order lowered to the shorter text's word count when it has fewer than ``n`` words (so two
@@ -10,6 +12,10 @@ short answers are still compared by what they share, not called different for ha
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 
 def tokens(text: str) -> list[str]:
@@ -31,3 +37,31 @@ def ngram_jaccard(a: str, b: str, n: int = 1) -> float:
         return 0.0
     sa, sb = ngrams(wa, order), ngrams(wb, order)
     return len(sa & sb) / len(sa | sb)
+
+
+def jaccard(a: str, b: str) -> float:
+    """|A ∩ B| / |A ∪ B| over the two texts' token sets (0 when either has no token)."""
+    return ngram_jaccard(a, b, 1)
+
+
+def rouge1_f(a: str, b: str) -> float:
+    """ROUGE-1 F1: harmonic mean of unigram precision and recall, tokens counted with multiplicity."""
+    ca, cb = Counter(tokens(a)), Counter(tokens(b))
+    overlap = sum((ca & cb).values())
+    if not overlap:
+        return 0.0
+    precision, recall = overlap / sum(cb.values()), overlap / sum(ca.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+# key in metrics.json -> (row name, score of one pair)
+BASELINES: dict[str, tuple[str, Callable[[str, str], float]]] = {
+    "jaccard": ("token Jaccard", jaccard),
+    "rouge1": ("ROUGE-1 F", rouge1_f),
+}
+
+
+def overlap_scores(texts: Sequence[tuple[str, str]], key: str) -> np.ndarray:
+    """The baseline ``key``'s score of every pair."""
+    score = BASELINES[key][1]
+    return np.array([score(a, b) for a, b in texts], dtype=float)

@@ -6,7 +6,7 @@ Rows, all scored on the same pairs, each at its own threshold:
 - ``compare=DIR2``: a second export (``OUTPUT/compare/``, ``metrics.json["compare"]``);
 - ``zero_shot=BACKBONE``: an untrained embedding backbone, cosine with a, b and threshold fitted on
   ``fit_data`` (``OUTPUT/zero-shot/``, ``metrics.json["zero_shot"]``): what fine-tuning adds;
-- ``baselines`` (default on): token Jaccard and ROUGE-1 F (``darling.evals.lexical``), thresholds fitted on
+- ``baselines`` (default on): token Jaccard and ROUGE-1 F (``darling.core.lexical``), thresholds fitted on
   ``fit_data`` for ``baseline_objective`` (``OUTPUT/jaccard/``, ``OUTPUT/rouge1/``): what word overlap alone
   does. Without ``fit_data`` their thresholds are fitted on the evaluation pairs themselves, and every metric
   that depends on a threshold says so (``threshold_fitted_on``); ROC-AUC does not depend on one.
@@ -25,8 +25,8 @@ import numpy as np
 from darling.classifier.export import ClassifierExport
 from darling.classifier.labelled_pairs import PairSet, load_pairs
 from darling.core.devices import resolve_device
+from darling.core.lexical import BASELINES, overlap_scores
 from darling.evals.config import ClassifierEvalConfig
-from darling.evals.lexical import BASELINES, overlap_scores
 
 # ROC-AUC and balanced accuracy first: they do not move with the share of equivalent pairs in the test set.
 COMPARED = ("roc_auc", "balanced_accuracy", "accuracy", "precision", "recall", "f1", "ece", "threshold", "n")

@@ -249,7 +249,10 @@ def parse_cut_points(text: str) -> tuple[float, ...]:
 class ClassifierEvalConfig(CommandConfig):
     """Settings of ``darling eval classifier``: what is scored, on which pairs, at which threshold."""
 
-    data: str = option(help="Labelled pairs to evaluate on.")
+    data: str = option(
+        help="Labelled pairs to evaluate on: a file, a dataset, or a packaged check by name (noveltybench-heldout: "
+        "NoveltyBench's 100 held-out human pairs; minimal-pairs: meaning over wording)."
+    )
     output: Path = option(aliases=("-o",), help="Writes metrics.json, roc.png, reliability.png.")
     model: Path | None = option(None, help="An exported classifier directory (either kind).")
     threshold: float | None = option(None, help="Decision threshold of --model; default: the exported one.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from darling.classifier.checks import checks_markdown
 from darling.classifier.config import ClassifierTrainConfig, TrainingPairsConfig
 from darling.classifier.export import ClassifierExport
 from darling.classifier.import_classifier import ImportConfig
@@ -107,6 +108,7 @@ def classifier_summary(plan: Plan) -> dict[str, Any]:
         "max_tokens_per_response": meta["max_tokens_per_response"],
         "launcher": " ".join(step.launcher) or None,
         "validation": metrics,
+        "checks": meta.get("checks", {}),
     }
 
 
@@ -150,6 +152,9 @@ def classifier_section(s: dict[str, Any]) -> list[str]:
     ]
     keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
     lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
+    if s.get("checks"):
+        lines += ["", "The packaged checks: pairs it never trained or chose anything on (`darling.classifier.checks`):"]
+        lines += ["", checks_markdown(s["checks"])]
     return [*lines, ""]
 
 
@@ -163,5 +168,6 @@ CLASSIFIER = Stage(
     links=(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),
+        ("packaged checks", "classifier/training/checks/"),
     ),
 )

@@ -160,7 +160,7 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
 
 
 def test_word_overlap_scores_as_hand_computed():
-    from darling.evals.lexical import jaccard, rouge1_f
+    from darling.core.lexical import jaccard, rouge1_f
 
     assert jaccard("The cat sat.", "the cat ran") == 2 / 4 and jaccard("", "") == 0.0
     assert rouge1_f("a a b", "a b c") == pytest.approx(2 / 3)  # overlap 2 of 3 tokens each way
@@ -175,7 +175,7 @@ def test_word_overlap_baselines_beside_the_classifier(tmp_path, two_exports):
 
     from darling.classifier.calibration import choose_threshold
     from darling.classifier.labelled_pairs import load_pairs
-    from darling.evals.lexical import jaccard, rouge1_f
+    from darling.core.lexical import jaccard, rouge1_f
 
     fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))

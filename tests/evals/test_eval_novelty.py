@@ -278,7 +278,9 @@ def test_cli_end_to_end_resumes_and_rescores(
     # The same command with the other partition and utility: the generations' identity is unchanged (nothing
     # is generated again), and the report names what its numbers are.
     shards = sorted((out / "generations").glob("part-*.parquet"))
-    rerun = darling(*args, "--partition", "union-find", "--utility", "darling-fork")
+    rerun = darling_in_process(
+        *args, "--partition", "union-find", "--utility", "darling-fork"
+    )  # the run above is its process
     assert rerun.returncode == 0, rerun.stderr
     assert "0 new, 6 already there, 0 failed" in rerun.stdout
     assert sorted((out / "generations").glob("part-*.parquet")) == shards
