@@ -98,10 +98,15 @@ def _cell(row: dict[str, Any], key: str) -> str:
     return f"{row[key]:.3f} [{low:.2f}, {high:.2f}]"
 
 
+def _in_check_order(result: dict[str, Any]) -> int:
+    titles = [c.title for c in CHECKS.values()]  # darling.json stores the checks with sorted keys
+    return titles.index(result["title"]) if result["title"] in titles else len(titles)
+
+
 def checks_markdown(results: dict[str, dict[str, Any]]) -> str:
     """The checks as one markdown table per check: the classifier, word overlap, the published ROC-AUCs."""
     parts = []
-    for result in results.values():
+    for result in sorted(results.values(), key=_in_check_order):
         lines = [
             f"**{result['title']}** ({result['n']} pairs, {result['equivalent']} equivalent)"
             + (

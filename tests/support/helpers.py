@@ -215,10 +215,10 @@ def limit(measured_seconds: float) -> int:
 
 # Each chain's limit: 3x its slowest time inside the suite (2026-11-27, this stop's runs: bench/results/).
 CPU_CHAIN_TIMEOUT = limit(210)  # tests/pipeline/test_pipeline_runs.py: 150-207 s
-PAPER_TINY_TIMEOUT = limit(360)  # tests/pipeline/test_paper_tiny.py: 300-357 s
+PAPER_TINY_TIMEOUT = limit(360)  # tests/pipeline/test_paper_tiny.py: 296 s (357-381 s with novelty on vLLM)
 CHAT_TINY_TIMEOUT = limit(180)  # tests/pipeline/test_chat_tiny.py: 138-177 s
 GPU_COMPARE_TIMEOUT = limit(160)  # tests/pipeline/test_gpu_compare.py, two seeds: 106-153 s
-ARMS_CHAIN_TIMEOUT = limit(110)  # tests/pipeline/test_arms.py, three arms: 39-106 s
+ARMS_CHAIN_TIMEOUT = limit(115)  # tests/pipeline/test_arms.py, three arms: 39-111 s
 
 
 # The cpu chain's commands at the smallest sizes that run each (gpu-compare's on this CPU; datagen, pairs and labels

@@ -1,0 +1,184 @@
+"""Levers for the equivalence classifier against the packaged checks (issue 48), with untrained features only.
+
+Protocol: every lever is chosen by grouped 5-fold cross-validation on NoveltyBench's 1,000 human pairs (folds
+stratified by label and grouped by prompt, seed 7: pooled out-of-fold ROC-AUC, bootstrap 95% interval over pairs);
+then each is fitted once on the 1,000 and scored once on the two packaged checks, which chose nothing:
+``noveltybench-heldout`` (NoveltyBench's 100 held-out pairs) and ``minimal-pairs`` (meaning over wording). A lever
+here is a logistic-regression head over per-pair features of the untrained packaged MiniLM and of word overlap:
+
+- ``cos``: cosine of the two responses' mean-pooled MiniLM embeddings (510 tokens each);
+- ``diff_cos``: cosine of the embeddings of what the two responses do *not* share: each response's words that the
+  other lacks, in order (a response whose every word the other has keeps its whole text). A paraphrase's leftover
+  words still say the same thing; a key-item swap leaves just the two items ("apple" against "pear");
+- ``residual_cos``: the cosine after removing each embedding's component along the prompt's embedding;
+- ``jaccard``, ``rouge1``: word overlap (``darling.core.lexical``); ``len_ratio``: shorter / longer in words.
+
+Embeddings are cached in ``--out`` (``features.npz``), so a rerun recomputes nothing.
+
+    python bench/classifier_check_levers.py --out runs/check-levers
+    python bench/classifier_check_levers.py --out runs/check-levers --export main=runs/pipeline/classifier
+
+``--export NAME=DIR``: a trained export scored on the two checks as it is (no cross-validation: it may have trained on
+some of the 1,000), for the table's reference rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+
+from darling.classifier.calibration import binary_metrics, bootstrap_intervals, choose_threshold
+from darling.classifier.config import CHECK_NAMES
+from darling.classifier.labelled_pairs import kfold_pairs, load_pairs
+from darling.classifier.zero_shot import untrained_classifier
+from darling.core.encoders import PACKAGED_MINILM
+from darling.core.lexical import jaccard, rouge1_f, tokens
+
+CV_SEED, FOLDS = 7, 5
+LEVERS = [
+    ("jaccard",),
+    ("rouge1",),
+    ("cos",),
+    ("diff_cos",),
+    ("cos", "diff_cos"),
+    ("cos", "jaccard", "rouge1"),
+    ("cos", "jaccard", "rouge1", "len_ratio"),
+    ("cos", "residual_cos", "jaccard", "rouge1", "len_ratio"),
+    ("cos", "diff_cos", "jaccard", "rouge1", "len_ratio"),
+    ("cos", "diff_cos", "residual_cos", "jaccard", "rouge1", "len_ratio"),
+]
+
+
+def leftover(a: str, b: str) -> str:
+    """The words of ``a`` that ``b`` lacks, in order; all of ``a`` when ``b`` has every one of them."""
+    others = set(tokens(b))
+    words = [w for w in re.findall(r"\w+", a) if w.lower() not in others]
+    return " ".join(words) if words else a
+
+
+def embed_features(pairs, embed) -> dict[str, np.ndarray]:
+    texts = [t for p in pairs for t in p.texts]
+    rest = [x for p in pairs for x in (leftover(*p.texts), leftover(*reversed(p.texts)))]
+    e, d, q = embed(texts), embed(rest), embed([p.prompt for p in pairs])
+
+    def cos(u, v):
+        return np.einsum("ij,ij->i", u, v) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
+
+    a, b = e[0::2], e[1::2]
+    ra = a - np.einsum("ij,ij->i", a, q)[:, None] * q
+    rb = b - np.einsum("ij,ij->i", b, q)[:, None] * q
+    words = np.array([sorted((len(tokens(x)), len(tokens(y)))) for x, y in (p.texts for p in pairs)], dtype=float)
+    return {
+        "cos": cos(a, b),
+        "diff_cos": cos(d[0::2], d[1::2]),
+        "residual_cos": cos(ra, rb),
+        "jaccard": np.array([jaccard(*p.texts) for p in pairs]),
+        "rouge1": np.array([rouge1_f(*p.texts) for p in pairs]),
+        "len_ratio": words[:, 0] / np.maximum(words[:, 1], 1),
+    }
+
+
+def features_of(sets: dict[str, list], cache: Path) -> dict[str, dict[str, np.ndarray]]:
+    if cache.exists():
+        flat = np.load(cache)
+        return {s: {k.split("/", 1)[1]: flat[k] for k in flat.files if k.startswith(s + "/")} for s in sets}
+    clf = untrained_classifier(PACKAGED_MINILM, None, 32, False, "cpu")
+    start = time.perf_counter()
+    out = {name: embed_features(pairs, clf.embed) for name, pairs in sets.items()}
+    print(f"features of {sum(map(len, sets.values()))} pairs in {time.perf_counter() - start:.0f} s", flush=True)
+    np.savez(cache, **{f"{s}/{k}": v for s, f in out.items() for k, v in f.items()})
+    return out
+
+
+def scored(y: np.ndarray, scores: np.ndarray, threshold: float) -> dict:
+    m, iv = binary_metrics(y, scores, threshold), bootstrap_intervals(y, scores, threshold)
+    return {k: [round(m[k], 3), *(round(x, 3) for x in iv[k])] for k in ("roc_auc", "balanced_accuracy")}
+
+
+class Head:
+    """Standardised features -> logistic regression (balanced classes); threshold for balanced accuracy."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.mu, self.sd = x.mean(0), x.std(0) + 1e-9
+        self.model = LogisticRegression(class_weight="balanced", max_iter=2000).fit((x - self.mu) / self.sd, y)
+        self.threshold = choose_threshold(y, self(x))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.model.predict_proba((x - self.mu) / self.sd)[:, 1]
+
+
+def lever_row(columns, feats, labels, folds) -> dict:
+    x = {s: np.stack([feats[s][c] for c in columns], 1) for s in feats}
+    oof = np.zeros(len(labels["train"]))
+    for train, held in folds:
+        oof[held] = Head(x["train"][train], labels["train"][train])(x["train"][held])
+    row = {"lever": " + ".join(columns), "cv_1000": scored(labels["train"], oof, 0.5)}
+    head = Head(x["train"], labels["train"])
+    for name in CHECK_NAMES:
+        row[name] = scored(labels[name], head(x[name]), head.threshold)
+    return row
+
+
+def export_row(name: str, path: str, sets: dict) -> dict:
+    from darling.classifier.scoring import load_scorer  # loads torch
+
+    clf = load_scorer(path)
+    row = {"lever": f"export {name} ({path})", "cv_1000": None}
+    for check in CHECK_NAMES:
+        pairs = sets[check]
+        row[check] = scored(
+            np.array([p.similar for p in pairs]), clf.prob_equivalent([p.texts for p in pairs]), clf.threshold
+        )
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    def cell(v):
+        return "–" if v is None else f"{v['roc_auc'][0]:.3f} [{v['roc_auc'][1]:.2f}, {v['roc_auc'][2]:.2f}]"
+
+    lines = [
+        "| lever (untrained MiniLM + overlap, LR head) | grouped 5-fold CV AUC on the 1,000 | AUC on the 100 held-out "
+        "| AUC on the minimal pairs | balanced acc. 100 / minimal |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        bal = " / ".join(f"{r[c]['balanced_accuracy'][0]:.3f}" for c in CHECK_NAMES)
+        lines.append(
+            f"| {r['lever']} | {cell(r['cv_1000'])} | {cell(r[CHECK_NAMES[0]])} | {cell(r[CHECK_NAMES[1]])} | {bal} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--export", action="append", default=[], help="NAME=DIR: a trained export's rows on the checks")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    train = load_pairs("noveltybench")
+    sets = {"train": train.pairs, **{name: load_pairs(name).pairs for name in CHECK_NAMES}}
+    labels = {s: np.array([p.similar for p in pairs]) for s, pairs in sets.items()}
+    position = {id(p): i for i, p in enumerate(train.pairs)}
+    folds = [
+        ([position[id(p)] for p in tr], [position[id(p)] for p in he]) for tr, he in kfold_pairs(train, FOLDS, CV_SEED)
+    ]
+    feats = features_of(sets, args.out / "features.npz")
+    rows = [lever_row(list(c), feats, labels, folds) for c in LEVERS]
+    rows += [export_row(*spec.split("=", 1), sets) for spec in args.export]
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    (args.out / "levers.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (args.out / "levers.md").write_text(markdown(rows) + "\n")
+    print(markdown(rows))
+    assert roc_auc_score(labels["minimal-pairs"], feats["minimal-pairs"]["jaccard"]) < 0.1  # the set's construction
+
+
+if __name__ == "__main__":
+    main()
