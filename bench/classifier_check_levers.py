@@ -55,12 +55,68 @@ LEVERS = [
     ("cos", "diff_cos", "residual_cos", "jaccard", "rouge1", "len_ratio"),
 ]
 
+AUGMENTED_LEVERS = [
+    ("cos", "diff_cos"),
+    ("cos", "diff_cos", "jaccard", "rouge1", "len_ratio"),
+    ("cos", "diff_cos", "residual_cos", "jaccard", "rouge1", "len_ratio"),
+]
+
 
 def leftover(a: str, b: str) -> str:
     """The words of ``a`` that ``b`` lacks, in order; all of ``a`` when ``b`` has every one of them."""
     others = set(tokens(b))
     words = [w for w in re.findall(r"\w+", a) if w.lower() not in others]
     return " ".join(words) if words else a
+
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def key_word(text: str, rare: set[str]) -> str | None:
+    """The response's most repeated rare word (4+ letters): the likeliest name of what it is about."""
+    words = [w for w in re.findall(r"[A-Za-z]{4,}", text) if w.lower() in rare]
+    return max(set(words), key=lambda w: (words.count(w), w)) if words else None
+
+
+def swap(text: str, word: str, other: str) -> str:
+    """Every occurrence of ``word`` (any case) replaced by ``other`` in the same case."""
+
+    def same_case(m: re.Match) -> str:
+        found = m.group(0)
+        return other.upper() if found.isupper() else other.capitalize() if found[0].isupper() else other.lower()
+
+    return re.sub(rf"\b{re.escape(word)}\b", same_case, text, flags=re.IGNORECASE)
+
+
+def augmented(pairs, seed: int = 0) -> list:
+    """Pairs made from the 1,000's own responses, never from a check: per response, the same text with its key word
+    swapped for another response's (not equivalent) and with its sentences reordered (equivalent)."""
+    import random
+
+    from darling.core.schemas import LabelledPair
+
+    rng = random.Random(seed)
+    docs = [p.generation_0 for p in pairs]
+    df: dict[str, int] = {}
+    for d in docs:
+        for w in set(tokens(d)):
+            df[w] = df.get(w, 0) + 1
+    rare = {w for w, n in df.items() if n <= 0.02 * len(docs) and w.isalpha() and len(w) >= 4}
+    keys = [key_word(d, rare) for d in docs]
+    out = []
+    for i, p in enumerate(pairs):
+        word = keys[i]
+        others = [
+            k for j, k in enumerate(keys) if k and pairs[j].prompt != p.prompt and k.lower() != (word or "").lower()
+        ]
+        if word and others:
+            text = swap(p.generation_0, word, rng.choice(others))
+            out.append(LabelledPair(p.prompt, p.generation_0, text, 0, pair_id=f"swap:{p.pair_id}"))
+        parts = [s for s in SENTENCE.split(p.generation_0) if s.strip()]
+        if len(parts) >= 3:
+            rng.shuffle(parts)
+            out.append(LabelledPair(p.prompt, p.generation_0, " ".join(parts), 1, pair_id=f"shuffle:{p.pair_id}"))
+    return out
 
 
 def embed_features(pairs, embed) -> dict[str, np.ndarray]:
@@ -103,24 +159,48 @@ def scored(y: np.ndarray, scores: np.ndarray, threshold: float) -> dict:
 
 
 class Head:
-    """Standardised features -> logistic regression (balanced classes); threshold for balanced accuracy."""
+    """Standardised features -> logistic regression (balanced classes), or gradient-boosted trees (``trees``: lets
+    overlap and the leftover's cosine interact); threshold for balanced accuracy."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray):
+    def __init__(self, x: np.ndarray, y: np.ndarray, trees: bool = False):
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
         self.mu, self.sd = x.mean(0), x.std(0) + 1e-9
-        self.model = LogisticRegression(class_weight="balanced", max_iter=2000).fit((x - self.mu) / self.sd, y)
+        model = (
+            HistGradientBoostingClassifier(max_depth=3, max_iter=200, learning_rate=0.05, class_weight="balanced")
+            if trees
+            else LogisticRegression(class_weight="balanced", max_iter=2000)
+        )
+        self.model = model.fit((x - self.mu) / self.sd, y)
         self.threshold = choose_threshold(y, self(x))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.model.predict_proba((x - self.mu) / self.sd)[:, 1]
 
 
-def lever_row(columns, feats, labels, folds) -> dict:
+def lever_row(columns, feats, labels, folds, augment=None, trees=False) -> dict:
+    """``augment``: (source index of each synthetic pair in the 1,000) -- a fold trains on the synthetic pairs made
+    from its own training side only, and its held-out side's synthetic pairs give the dev AUC of meaning."""
     x = {s: np.stack([feats[s][c] for c in columns], 1) for s in feats}
     oof = np.zeros(len(labels["train"]))
+    aug_oof = np.zeros(len(labels["aug"])) if augment is not None else None
     for train, held in folds:
-        oof[held] = Head(x["train"][train], labels["train"][train])(x["train"][held])
-    row = {"lever": " + ".join(columns), "cv_1000": scored(labels["train"], oof, 0.5)}
-    head = Head(x["train"], labels["train"])
+        xs, ys = x["train"][train], labels["train"][train]
+        if augment is not None:
+            mine = np.isin(augment, train)
+            xs, ys = np.concatenate([xs, x["aug"][mine]]), np.concatenate([ys, labels["aug"][mine]])
+        head = Head(xs, ys, trees)
+        oof[held] = head(x["train"][held])
+        if augment is not None:
+            theirs = np.isin(augment, held)
+            aug_oof[theirs] = head(x["aug"][theirs])
+    name = " + ".join(columns) + (" (trees)" if trees else "") + (" + swaps/shuffles" if augment is not None else "")
+    row = {"lever": name, "cv_1000": scored(labels["train"], oof, 0.5)}
+    row["cv_synthetic"] = scored(labels["aug"], aug_oof, 0.5) if augment is not None else None
+    xs, ys = x["train"], labels["train"]
+    if augment is not None:
+        xs, ys = np.concatenate([xs, x["aug"]]), np.concatenate([ys, labels["aug"]])
+    head = Head(xs, ys, trees)
     for name in CHECK_NAMES:
         row[name] = scored(labels[name], head(x[name]), head.threshold)
     return row
@@ -130,7 +210,7 @@ def export_row(name: str, path: str, sets: dict) -> dict:
     from darling.classifier.scoring import load_scorer  # loads torch
 
     clf = load_scorer(path)
-    row = {"lever": f"export {name} ({path})", "cv_1000": None}
+    row = {"lever": f"export {name} ({path})", "cv_1000": None, "cv_synthetic": None}
     for check in CHECK_NAMES:
         pairs = sets[check]
         row[check] = scored(
@@ -144,21 +224,21 @@ def markdown(rows: list[dict]) -> str:
         return "–" if v is None else f"{v['roc_auc'][0]:.3f} [{v['roc_auc'][1]:.2f}, {v['roc_auc'][2]:.2f}]"
 
     lines = [
-        "| lever (untrained MiniLM + overlap, LR head) | grouped 5-fold CV AUC on the 1,000 | AUC on the 100 held-out "
-        "| AUC on the minimal pairs | balanced acc. 100 / minimal |",
-        "| --- | --- | --- | --- | --- |",
+        "| lever (untrained MiniLM + overlap, LR head) | grouped 5-fold CV AUC on the 1,000 | CV AUC, swaps vs "
+        "shuffles | AUC on the 100 held-out | AUC on the minimal pairs | balanced acc. 100 / minimal |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         bal = " / ".join(f"{r[c]['balanced_accuracy'][0]:.3f}" for c in CHECK_NAMES)
-        lines.append(
-            f"| {r['lever']} | {cell(r['cv_1000'])} | {cell(r[CHECK_NAMES[0]])} | {cell(r[CHECK_NAMES[1]])} | {bal} |"
-        )
+        cells = [cell(r[k]) for k in ("cv_1000", "cv_synthetic", *CHECK_NAMES)]
+        lines.append(f"| {r['lever']} | {' | '.join(cells)} | {bal} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--augment", action="store_true", help="also the levers trained with swaps and shuffles")
     ap.add_argument("--export", action="append", default=[], help="NAME=DIR: a trained export's rows on the checks")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -171,6 +251,16 @@ def main() -> None:
     ]
     feats = features_of(sets, args.out / "features.npz")
     rows = [lever_row(list(c), feats, labels, folds) for c in LEVERS]
+    if args.augment:
+        synthetic = augmented(train.pairs)
+        index = {p.pair_id: i for i, p in enumerate(train.pairs)}
+        source = np.array([index[p.pair_id.split(":", 1)[1]] for p in synthetic])
+        feats["aug"] = features_of({"aug": synthetic}, args.out / "features-aug.npz")["aug"]
+        labels["aug"] = np.array([p.similar for p in synthetic])
+        print(f"synthetic pairs: {int((labels['aug'] == 0).sum())} swaps, {int(labels['aug'].sum())} shuffles")
+        for columns in AUGMENTED_LEVERS:
+            for trees in (False, True):
+                rows.append(lever_row(list(columns), feats, labels, folds, source, trees))
     rows += [export_row(*spec.split("=", 1), sets) for spec in args.export]
     for row in rows:
         print(json.dumps(row), flush=True)
