@@ -233,7 +233,7 @@ def _model_card(meta: dict[str, Any]) -> str:
     if meta.get("checks"):
         from darling.classifier.checks import checks_markdown  # loads scikit-learn
 
-        test += f"\n## Packaged checks\n{CHECKS_NOTE}\n\n{checks_markdown(meta['checks'])}\n"
+        test += f"\n## Packaged checks\n{CHECKS_NOTE}.\n\n{checks_markdown(meta['checks'])}\n"
     return f"""---
 library_name: transformers
 pipeline_tag: {"sentence-similarity" if bi else "text-classification"}
