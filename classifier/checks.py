@@ -59,15 +59,20 @@ def _scored(labels, probs, threshold: float) -> dict[str, Any]:
     return {k: metrics[k] for k in (*SHOWN, "threshold")} | {"intervals_95": {k: intervals[k] for k in SHOWN}}
 
 
+def overlap_threshold(fit_pairs, key: str, objective: str = "balanced_accuracy") -> float:
+    """The word-overlap baseline ``key``'s decision threshold, fitted for ``objective`` on labelled ``fit_pairs``
+    (here and in ``darling eval classifier``)."""
+    labels = np.array([p.similar for p in fit_pairs])
+    return choose_threshold(labels, overlap_scores([p.texts for p in fit_pairs], key), objective)
+
+
 def overlap_rows(pairs, fit_pairs) -> dict[str, dict[str, Any]]:
     """Each word-overlap baseline on ``pairs``, its threshold fitted for balanced accuracy on ``fit_pairs``."""
     labels = np.array([p.similar for p in pairs])
-    fit_labels = np.array([p.similar for p in fit_pairs])
-    rows = {}
-    for key in BASELINES:
-        threshold = choose_threshold(fit_labels, overlap_scores([p.texts for p in fit_pairs], key))
-        rows[key] = _scored(labels, overlap_scores([p.texts for p in pairs], key), threshold)
-    return rows
+    return {
+        key: _scored(labels, overlap_scores([p.texts for p in pairs], key), overlap_threshold(fit_pairs, key))
+        for key in BASELINES
+    }
 
 
 def score_checks(clf, names: Sequence[str], fit_pairs, output: Path) -> dict[str, dict[str, Any]]:
@@ -98,15 +103,10 @@ def _cell(row: dict[str, Any], key: str) -> str:
     return f"{row[key]:.3f} [{low:.2f}, {high:.2f}]"
 
 
-def _in_check_order(result: dict[str, Any]) -> int:
-    titles = [c.title for c in CHECKS.values()]  # darling.json stores the checks with sorted keys
-    return titles.index(result["title"]) if result["title"] in titles else len(titles)
-
-
 def checks_markdown(results: dict[str, dict[str, Any]]) -> str:
     """The checks as one markdown table per check: the classifier, word overlap, the published ROC-AUCs."""
     parts = []
-    for result in sorted(results.values(), key=_in_check_order):
+    for result in (results[name] for name in CHECKS if name in results):  # darling.json sorts its keys
         lines = [
             f"**{result['title']}** ({result['n']} pairs, {result['equivalent']} equivalent)"
             + (

@@ -91,15 +91,13 @@ def _zero_shot_row(backbone: str, fit: PairSet, fit_data, texts, batch_size: int
 
 def _baseline_rows(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs, texts) -> list[Row]:
     """Token Jaccard and ROUGE-1 F, each at a threshold fitted on ``fit_data`` (else on these pairs, said so)."""
-    from darling.classifier.calibration import choose_threshold  # loads scikit-learn
+    from darling.classifier.checks import overlap_threshold  # loads scikit-learn
 
     fit = (inputs.fit or inputs.pairs).pairs
     fitted_on = str(config.fit_data) if config.fit_data is not None else "these pairs (no --fit-data): optimistic"
-    fit_labels = np.array([p.similar for p in fit])
     rows = []
     for key, (name, _) in BASELINES.items():
-        fit_scores = overlap_scores([p.texts for p in fit], key)
-        threshold = choose_threshold(fit_labels, fit_scores, config.baseline_objective)
+        threshold = overlap_threshold(fit, key, config.baseline_objective)
         extra = {
             "model": name,
             "kind": "word overlap",

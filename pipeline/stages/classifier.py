@@ -168,6 +168,5 @@ CLASSIFIER = Stage(
     links=(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),
-        ("packaged checks", "classifier/training/checks/"),
     ),
 )

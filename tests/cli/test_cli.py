@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from helpers import darling, synthetic_pairs, write_jsonl
+from helpers import darling, darling_in_process, synthetic_pairs, write_jsonl
 
 from darling import __version__
 
@@ -62,6 +62,8 @@ def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_p
     )
     assert result.returncode == 0, result.stderr
     assert "exported" in result.stdout
+    assert "check noveltybench-heldout (100 pairs): auc" in result.stdout  # the packaged checks, scored after training
+    assert "check minimal-pairs (160 pairs): auc" in result.stdout
     meta = json.loads((out / "darling.json").read_text())
     assert meta["backbone"] == "packaged:all-MiniLM-L6-v2" and (meta["kind"], meta["pooling"]) == ("bi-encoder", "mean")
 
@@ -73,6 +75,13 @@ def test_train_then_eval_end_to_end_with_the_packaged_encoder(tmp_path, minilm_p
     for name in ("roc.png", "reliability.png"):
         assert (tmp_path / "eval" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()) == 40
+
+    # a packaged check by name, in this process (the command's real process ran above)
+    args = ("--model", out, "--data", "noveltybench-heldout", "--fit-data", data, "--output", tmp_path / "nb100")
+    assert darling_in_process("eval", "classifier", *args).returncode == 0
+    metrics = json.loads((tmp_path / "nb100" / "metrics.json").read_text())
+    scored_at_training = meta["checks"]["noveltybench-heldout"]["classifier"]["roc_auc"]
+    assert metrics["n"] == 100 and metrics["roc_auc"] == pytest.approx(scored_at_training, abs=0.005)
 
 
 def test_eval_classifier_flags_reach_its_config(tmp_path, monkeypatch):
