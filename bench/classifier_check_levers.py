@@ -119,6 +119,36 @@ def augmented(pairs, seed: int = 0) -> list:
     return out
 
 
+def counterfactual_negatives(pairs, seed: int = 0) -> list:
+    """Hard negatives from the human-equivalent pairs (issue 48's "key-item swaps from the data you have"): for each
+    equivalent pair whose two responses share a rare word (4+ letters, in at most 2% of responses), the second
+    response with every occurrence of that word swapped for another prompt's key word, neither response has: the
+    same wording difference as the human pair, plus a changed key item. Pair ids ``cf:SOURCE``."""
+    import random
+
+    from darling.core.schemas import LabelledPair
+
+    rng = random.Random(seed)
+    docs = [t for p in pairs for t in p.texts]
+    df: dict[str, int] = {}
+    for d in docs:
+        for w in set(tokens(d)):
+            df[w] = df.get(w, 0) + 1
+    rare = {w for w, n in df.items() if n <= 0.02 * len(docs) and w.isalpha() and len(w) >= 4}
+    keys = [(p.prompt, key_word(p.generation_0, rare)) for p in pairs]
+    out = []
+    for p in pairs:
+        a, b = tokens(p.generation_0), tokens(p.generation_1)
+        shared = [w for w in set(a) & set(b) if w in rare]
+        if not p.similar or not shared:
+            continue
+        word = max(shared, key=lambda w: (a.count(w) + b.count(w), w))
+        others = [k for q, k in keys if k and q != p.prompt and k.lower() not in set(a) | set(b)]
+        text = swap(p.generation_1, word, rng.choice(others))
+        out.append(LabelledPair(p.prompt, p.generation_0, text, 0, pair_id=f"cf:{p.pair_id}"))
+    return out
+
+
 def embed_features(pairs, embed) -> dict[str, np.ndarray]:
     texts = [t for p in pairs for t in p.texts]
     rest = [x for p in pairs for x in (leftover(*p.texts), leftover(*reversed(p.texts)))]
@@ -178,9 +208,10 @@ class Head:
         return self.model.predict_proba((x - self.mu) / self.sd)[:, 1]
 
 
-def lever_row(columns, feats, labels, folds, augment=None, trees=False) -> dict:
+def lever_row(columns, feats, labels, folds, augment=None, trees=False, kind="swaps/shuffles") -> dict:
     """``augment``: (source index of each synthetic pair in the 1,000) -- a fold trains on the synthetic pairs made
-    from its own training side only, and its held-out side's synthetic pairs give the dev AUC of meaning."""
+    from its own training side only, and its held-out side's synthetic pairs give the dev AUC of meaning. Synthetic
+    sets of negatives only (the counterfactuals) are scored against their own human-equivalent sources."""
     x = {s: np.stack([feats[s][c] for c in columns], 1) for s in feats}
     oof = np.zeros(len(labels["train"]))
     aug_oof = np.zeros(len(labels["aug"])) if augment is not None else None
@@ -194,9 +225,14 @@ def lever_row(columns, feats, labels, folds, augment=None, trees=False) -> dict:
         if augment is not None:
             theirs = np.isin(augment, held)
             aug_oof[theirs] = head(x["aug"][theirs])
-    name = " + ".join(columns) + (" (trees)" if trees else "") + (" + swaps/shuffles" if augment is not None else "")
+    name = " + ".join(columns) + (" (trees)" if trees else "") + (f" + {kind}" if augment is not None else "")
     row = {"lever": name, "cv_1000": scored(labels["train"], oof, 0.5)}
-    row["cv_synthetic"] = scored(labels["aug"], aug_oof, 0.5) if augment is not None else None
+    row["cv_synthetic"] = None
+    if augment is not None:
+        y, s = labels["aug"], aug_oof
+        if not y.any():  # negatives only: against the human-equivalent pairs they were made from
+            y, s = np.concatenate([y, labels["train"][augment]]), np.concatenate([s, oof[augment]])
+        row["cv_synthetic"] = scored(y, s, 0.5)
     xs, ys = x["train"], labels["train"]
     if augment is not None:
         xs, ys = np.concatenate([xs, x["aug"]]), np.concatenate([ys, labels["aug"]])
@@ -224,8 +260,8 @@ def markdown(rows: list[dict]) -> str:
         return "–" if v is None else f"{v['roc_auc'][0]:.3f} [{v['roc_auc'][1]:.2f}, {v['roc_auc'][2]:.2f}]"
 
     lines = [
-        "| lever (untrained MiniLM + overlap, LR head) | grouped 5-fold CV AUC on the 1,000 | CV AUC, swaps vs "
-        "shuffles | AUC on the 100 held-out | AUC on the minimal pairs | balanced acc. 100 / minimal |",
+        "| lever (untrained MiniLM + overlap, LR head) | grouped 5-fold CV AUC on the 1,000 | CV AUC, synthetic "
+        "pairs | AUC on the 100 held-out | AUC on the minimal pairs | balanced acc. 100 / minimal |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
@@ -252,15 +288,17 @@ def main() -> None:
     feats = features_of(sets, args.out / "features.npz")
     rows = [lever_row(list(c), feats, labels, folds) for c in LEVERS]
     if args.augment:
-        synthetic = augmented(train.pairs)
         index = {p.pair_id: i for i, p in enumerate(train.pairs)}
-        source = np.array([index[p.pair_id.split(":", 1)[1]] for p in synthetic])
-        feats["aug"] = features_of({"aug": synthetic}, args.out / "features-aug.npz")["aug"]
-        labels["aug"] = np.array([p.similar for p in synthetic])
-        print(f"synthetic pairs: {int((labels['aug'] == 0).sum())} swaps, {int(labels['aug'].sum())} shuffles")
-        for columns in AUGMENTED_LEVERS:
-            for trees in (False, True):
-                rows.append(lever_row(list(columns), feats, labels, folds, source, trees))
+        kinds = {"swaps/shuffles": augmented, "counterfactual negatives": counterfactual_negatives}
+        for (kind, make), cache in zip(kinds.items(), ("features-aug.npz", "features-cf.npz"), strict=True):
+            synthetic = make(train.pairs)
+            source = np.array([index[p.pair_id.split(":", 1)[1]] for p in synthetic])
+            feats["aug"] = features_of({"aug": synthetic}, args.out / cache)["aug"]
+            labels["aug"] = np.array([p.similar for p in synthetic])
+            print(f"{kind}: {int((labels['aug'] == 0).sum())} negatives, {int(labels['aug'].sum())} positives")
+            for columns in AUGMENTED_LEVERS:
+                for trees in (False, True):
+                    rows.append(lever_row(list(columns), feats, labels, folds, source, trees, kind))
     rows += [export_row(*spec.split("=", 1), sets) for spec in args.export]
     for row in rows:
         print(json.dumps(row), flush=True)

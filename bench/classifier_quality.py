@@ -17,6 +17,10 @@ the same held-out pairs. Every metric carries a bootstrap 95% interval.
     python bench/classifier_quality.py --data noveltybench --out runs/quality --preset cpu --cv 5
     python bench/classifier_quality.py --data noveltybench --out runs/quality --preset cpu      # test split
     python bench/classifier_quality.py ... --grid '{"learning_rate": [3e-5, 1e-4]}'   # a sweep
+    python bench/classifier_quality.py ... --hard-negatives    # + counterfactual negatives of the train side
+
+``--hard-negatives``: each training side also gets, per human-equivalent pair, a copy with a shared rare word swapped
+for another prompt's (``classifier_check_levers.counterfactual_negatives``); held-out sides stay human pairs only.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from darling.core.schemas import LabelledPair
 TEST_SEED = 1234
 TEST_FRACTION = 0.15
 CV_SEED = 7
+HARD_NEGATIVES = False  # --hard-negatives
 
 
 def write_pairs(path: Path, rows: list[LabelledPair]) -> Path:
@@ -83,7 +88,12 @@ def lexical_predictions(train: list[LabelledPair], held: list[LabelledPair], obj
 
 
 def run_fold(name: str, overrides: dict, preset: str, train: list, held: list, folder: Path) -> dict:
-    """Train on ``train``, score ``held``; reuse a finished fold (its held-out predictions are on disk)."""
+    """Train on ``train`` (+ its counterfactual negatives under ``--hard-negatives``), score ``held``; reuse a finished
+    fold (its held-out predictions are on disk)."""
+    if HARD_NEGATIVES:
+        from classifier_check_levers import counterfactual_negatives
+
+        train = train + counterfactual_negatives(train)
     preds = folder / "clf" / "training" / "test" / "predictions.jsonl"
     meta = folder / "clf" / "darling.json"
     if not (preds.exists() and meta.exists()):
@@ -175,7 +185,10 @@ def main() -> None:
     ap.add_argument("--grid", default="{}", help="JSON: option -> list of values (cartesian product)")
     ap.add_argument("--set", action="append", default=[], help="fixed override KEY=JSON_VALUE")
     ap.add_argument("--name", default=None, help="row name (default: from the grid values)")
+    ap.add_argument("--hard-negatives", action="store_true", help="+ counterfactual negatives on each training side")
     args = ap.parse_args()
+    global HARD_NEGATIVES
+    HARD_NEGATIVES = args.hard_negatives
 
     args.out.mkdir(parents=True, exist_ok=True)
     pairs = load_pairs(args.data)

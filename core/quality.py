@@ -13,6 +13,9 @@
   word of four or more letters of the prompt ("Fruit", "The fruit is an apple") scores 0: echoing the prompt
   would otherwise score highest. A proxy for "a real answer", not a check of one; maximising it favours the
   few most typical answers, the pressure under which plain GRPO narrows its answers.
+- ``item-sentence``: for the item prompts (``items-train``, ``items-heldout``: "Name a planet of the solar system.
+  Answer with one full sentence."): 1 for one or two sentences that name a member of the prompt's category, else 0
+  (``darling.core.items``: membership and format by rule, no model).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import re
 from collections.abc import Sequence
 
 from darling.core.encoders import load_backbone_encoder, pool, resolve_backbone
+from darling.core.items import item_sentence_qualities
 
-QUALITIES = ("math", "short-answer", "relevant-short-answer")
+QUALITIES = ("math", "short-answer", "relevant-short-answer", "item-sentence")
 RELEVANCE_ENCODER = "packaged:all-MiniLM-L6-v2"
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -120,4 +124,6 @@ def open_ended_quality(name: str, max_words: int = 4, device: str | None = None,
         return RelevantShortAnswer(max_words, Relevance(device=device), strict)
     if name == "short-answer":
         return lambda prompts, answers: short_answer_qualities(answers, max_words, strict)
-    raise ValueError(f"{name!r} is not an open-ended quality (choose short-answer or relevant-short-answer)")
+    if name == "item-sentence":
+        return item_sentence_qualities
+    raise ValueError(f"{name!r} is not an open-ended quality (choose {', '.join(QUALITIES[1:])})")

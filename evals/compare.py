@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def quality_scorer(quality: str, max_words: int, strict: bool = False, device: s
     return None if quality == EVAL_QUALITY else open_ended_quality(quality, max_words, device, strict)
 
 
-def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int) -> dict[str, dict[str, float]]:
+def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int) -> dict[str, dict[str, float | None]]:
     """``{prompt_id: {metric: value}}`` of one policy's eval novelty folder: every metric eval novelty wrote to
     ``per_prompt.parquet``, and those that depend on this comparison's settings (``COMPARED_METRICS``), from the
     texts of ``scores.parquet``: ``short`` and, with a ``score`` (``quality_scorer``), ``quality``."""
@@ -68,7 +68,10 @@ def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int
             f"{per_prompt_file}: no column {missing[0]!r} (written by an older darling): rerun `darling eval "
             "novelty` into that folder (its generations are reused)"
         )
-    out = {str(row["prompt_id"]): {m: float(row[m]) for m in PROMPT_METRIC_NAMES} for row in per_prompt.to_dicts()}
+    out = {
+        str(row["prompt_id"]): {m: None if row[m] is None else float(row[m]) for m in PROMPT_METRIC_NAMES}
+        for row in per_prompt.to_dicts()
+    }
     frame = pl.read_parquet(scores_file).sort("prompt_id", "sample_index")
     for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
         if str(prompt_id) not in out:
@@ -82,7 +85,7 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, level: floa
     """Mean of ``a - b`` over prompts with a percentile bootstrap interval (prompts resampled together)."""
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if diff.size == 0:
-        return {"mean": None, "interval": None, "n": 0}
+        return {"mean": None, "interval": None, "n": 0, "values": []}  # a metric no prompt has (distinct_items)
     idx = np.random.default_rng(seed).integers(0, diff.size, (N_BOOT, diff.size))
     interval = percentile_interval(diff[idx].mean(axis=1), level)
     values = [round(float(v), 6) for v in diff]  # per prompt: what a study over seeds resamples (eval study)
@@ -103,15 +106,19 @@ def compare_novelty(
     score = quality_scorer(quality, max_words, strict, device)
     figures = {name: per_prompt_figures(f, score, max_words) for name, f in folders.items()}
     prompts = sorted(set.intersection(*(set(f) for f in figures.values()))) if figures else []
+
+    def values(name: str, metric: str, among: list[str]) -> list[float]:  # ``among``: prompts with a value
+        return [cast(float, figures[name][p][metric]) for p in among]
+
+    def applies(metric: str) -> list[str]:  # the prompts a metric has a value for under every policy
+        return [p for p in prompts if all(f[p].get(metric) is not None for f in figures.values())]
+
     policies = {
-        name: {metric: float(np.mean([f[p][metric] for p in prompts])) if prompts else None for metric in METRICS}
-        for name, f in figures.items()
+        name: {m: float(np.mean(values(name, m, applies(m)))) if applies(m) else None for m in METRICS}
+        for name in figures
     }
     differences = {
-        f"{a} - {b}": {
-            m: paired_difference([figures[a][p][m] for p in prompts], [figures[b][p][m] for p in prompts], seed)
-            for m in METRICS
-        }
+        f"{a} - {b}": {m: paired_difference(values(a, m, applies(m)), values(b, m, applies(m)), seed) for m in METRICS}
         for a, b in pairs
         if a in figures and b in figures
     }

@@ -39,7 +39,12 @@ def verdict(name: str, d: dict[str, Any], unit: str, a: str = "DARLING", b: str 
 
 def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool = False) -> list[str]:
     """The novelty comparison: definitions, per-policy means, paired differences, the verdict on the first pair."""
-    defined = [f"- **{m.label}**: {m.definition}" for m in PROMPT_METRICS if m.name != "quality"]
+    by_classifier = " (by the eval classifier: in the pipeline, the one DARLING's reward uses)"
+    defined = [
+        f"- **{m.label}**: {m.definition}" + ("" if m.independent else by_classifier)
+        for m in PROMPT_METRICS
+        if m.name != "quality"
+    ]
     lines = [
         *defined,
         f"- **quality**: `{quality}` ({QUALITY_TEXT.get(quality, 'see darling.core.quality')}), mean per prompt; "

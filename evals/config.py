@@ -125,7 +125,8 @@ class NoveltyConfig(EngineConfig):
     prompts: str | None = option(
         None,
         help="Prompts: JSONL/Parquet (field prompt; id, category if present), a dataset, or a packaged set: "
-        "noveltybench-curated (NoveltyBench's 100), naming-heldout.",
+        "noveltybench-curated (NoveltyBench's 100), naming-heldout, items-heldout (sentences around an item "
+        "read off by rule: adds distinct items).",
     )
     model: list[str] = option(
         factory=list,
@@ -305,8 +306,8 @@ class CompareConfig(CommandConfig):
     )
     quality: str = option(
         EVAL_QUALITY,
-        help="Quality per response: eval (what eval novelty scored), short-answer or relevant-short-answer "
-        "(recomputed from the texts, as darling.core.quality defines them).",
+        help="Quality per response: eval (what eval novelty scored), short-answer, relevant-short-answer or "
+        "item-sentence (recomputed from the texts, as darling.core.quality defines them).",
     )
     max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
     strict_length: bool = option(

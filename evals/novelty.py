@@ -237,7 +237,9 @@ def stored_generations(
 
 # -- stage 2: partition and quality --------------------------------------------------------------------------
 def _by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.group_by("prompt_id", maintain_order=True).agg(pl.col("category").first(), pl.col("response"))
+    return frame.group_by("prompt_id", maintain_order=True).agg(
+        pl.col("category").first(), pl.col("prompt").first(), pl.col("response")
+    )
 
 
 def partition_frames(
@@ -281,7 +283,7 @@ def score_tables(
     """Per response (class id, raw reward, quality, credited quality) and per prompt (every prompt metric) of
     ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)) from its partition and raw rewards."""
     by_prompt = _by_prompt(frame)
-    groups = by_prompt["response"].to_list()
+    groups, prompts = by_prompt["response"].to_list(), by_prompt["prompt"].to_list()
     quality = [1 if r is None else quality_bucket(r, config.quality_cut_points) for r in raw]
     k = len(groups[0])  # every complete prompt has exactly k responses
     pairs = list(zip(classes, [quality[i : i + k] for i in range(0, len(quality), k)], strict=True))
@@ -292,11 +294,11 @@ def score_tables(
         pl.Series("credited_quality", [x for c, q in pairs for x in credited_quality(c, q)], dtype=pl.Float64),
     )
     answers = [
-        PromptAnswers([t.strip() for t in texts], c, q, prompt_utility(c, q, config.utility, config.patience))
-        for texts, (c, q) in zip(groups, pairs, strict=True)
+        PromptAnswers([t.strip() for t in texts], c, q, prompt_utility(c, q, config.utility, config.patience), prompt)
+        for texts, (c, q), prompt in zip(groups, pairs, prompts, strict=True)
     ]
     columns = metric_columns(answers)  # every per-prompt metric of evals/prompt_metrics.py, computed here once
-    per_prompt = by_prompt.drop("response").with_columns(
+    per_prompt = by_prompt.drop("response", "prompt").with_columns(
         pl.Series(name, values, dtype=pl.Float64) for name, values in columns.items()
     )
     return scored, per_prompt

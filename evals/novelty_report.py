@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -30,7 +30,10 @@ def write_outputs(output: Path, scored: pl.DataFrame, per_prompt: pl.DataFrame, 
 
 def summarise(per_prompt: pl.DataFrame) -> dict[str, Any]:
     def means(frame: pl.DataFrame) -> dict[str, Any]:
-        mean = lambda col: None if frame.is_empty() else float(frame[col].mean())  # noqa: E731
+        def mean(col: str) -> float | None:  # None: no prompt the metric applies to (nulls are skipped)
+            value = None if frame.is_empty() else frame[col].mean()
+            return None if value is None else float(cast(float, value))
+
         return {"n_prompts": frame.height, **{mean_key(name): mean(name) for name in PROMPT_METRIC_NAMES}}
 
     distinct = per_prompt["distinct"].cast(pl.Int64)

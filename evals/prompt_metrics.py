@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
+from darling.core.items import category_of, distinct_items
 from darling.core.quality import distinct_answers
 
 
@@ -25,6 +26,7 @@ class PromptAnswers:
     classes: Sequence[int]  # the eval partition's class id of each answer
     quality: Sequence[float]  # eval novelty's quality of each answer
     utility: float  # the prompt's utility (its method and patience are the evaluation's settings)
+    prompt: str = ""  # the prompt's text (the item count reads its category from it)
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,12 @@ class PromptMetric:
     name: str  # its column in per_prompt.parquet and its key in compare.json
     label: str  # how tables name it
     definition: str  # one line under a comparison's table
-    of: Callable[[PromptAnswers], float]
+    of: Callable[[PromptAnswers], float | None]  # None: the metric does not apply to this prompt
+    independent: bool = True  # counted without the reward's classifier (a report says which counts are)
+
+
+def _distinct_items(a: PromptAnswers) -> float | None:
+    return None if category_of(a.prompt) is None else float(distinct_items(a.prompt, a.texts))
 
 
 PROMPT_METRICS: tuple[PromptMetric, ...] = (
@@ -42,6 +49,7 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         "classes of eval novelty's partition (NoveltyBench's greedy partition: two answers of at most 5 words are "
         "compared by word overlap, longer ones by the classifier)",
         lambda a: float(len(set(a.classes))),
+        independent=False,
     ),
     PromptMetric(
         "distinct_answers",
@@ -50,10 +58,18 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         lambda a: float(distinct_answers(a.texts)),
     ),
     PromptMetric(
+        "distinct_items",
+        "distinct items (by rule)",
+        "different category members named, read off each answer by rule (item prompts only: items-train, "
+        "items-heldout; no classifier)",
+        _distinct_items,
+    ),
+    PromptMetric(
         "utility",
         "utility",
         "eval novelty's utility: the quality of the first answer of each class, repeats 0 (its method and patience)",
         lambda a: float(a.utility),
+        independent=False,
     ),
     PromptMetric("quality", "quality", "eval novelty's quality, mean per prompt", lambda a: fmean(a.quality)),
 )
@@ -111,8 +127,8 @@ def mean_key(name: str) -> str:
     return f"mean_{name}"
 
 
-def metric_columns(prompts: Sequence[PromptAnswers]) -> dict[str, list[float]]:
-    """Every metric of every prompt: ``{name: [value per prompt]}``."""
+def metric_columns(prompts: Sequence[PromptAnswers]) -> dict[str, list[float | None]]:
+    """Every metric of every prompt: ``{name: [value per prompt]}`` (None where a metric does not apply)."""
     return {m.name: [m.of(p) for p in prompts] for m in PROMPT_METRICS}
 
 

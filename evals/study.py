@@ -50,7 +50,8 @@ def seed_differences(compare_json: Path, pair: str) -> dict[str, dict[str, Any]]
         for metric, difference in differences.get(pair, {}).items():
             if "values" not in difference:
                 raise UserInputError(f"{compare_json}: no per-prompt values (made by an older darling: run it again)")
-            out[f"{section}/{metric}"] = difference
+            if difference["n"]:  # a metric that applies to none of these prompts (distinct_items) has no row
+                out[f"{section}/{metric}"] = difference
     return out
 
 

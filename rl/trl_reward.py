@@ -61,8 +61,9 @@ def answer_quality(prompts: Sequence[str], completions: Sequence[str], columns: 
 
 
 class OpenEndedQuality:
-    """Quality for open-ended prompts by name (``darling.core.quality``): ``short-answer`` (format) or
-    ``relevant-short-answer`` (format x relevance to the prompt)."""
+    """Quality for open-ended prompts by name (``darling.core.quality``): ``short-answer`` (format),
+    ``relevant-short-answer`` (format x relevance to the prompt) or ``item-sentence`` (a sentence naming a member of
+    the item prompt's category, by rule)."""
 
     def __init__(self, name: str, max_words: int = 4, device: str | None = None, strict: bool = False):
         self.score = open_ended_quality(name, max_words, device, strict)

@@ -57,6 +57,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     assert result["policies"]["grpo"] == {
         "distinct": 2.0,
         "distinct_answers": 2.0,
+        "distinct_items": None,  # no item prompt among these
         "utility": pytest.approx(grpo_utility),
         "quality": 1.0,
         "short": 1.0,
@@ -76,6 +77,33 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     assert "quality: darling below grpo by" in section
     eval_quality = compare_novelty(folders, "eval", 4, [("darling", "grpo")])  # eval novelty's own quality column
     assert eval_quality["policies"]["darling"]["quality"] == 1.0
+
+
+def test_distinct_items_over_the_item_prompts_only(tmp_path):
+    """A mixed prompt set: the item count's mean and paired difference cover the item prompts alone, the other
+    metrics every prompt; the report says which counts depend on the eval classifier."""
+    from darling.core.items import categories
+
+    prompts = {"planet": categories()["planet"].prompt, "month": categories()["month"].prompt}
+    many = {
+        "planet": [("Mars is red.", 0), ("Venus is hot.", 1), ("Saturn has rings.", 2)],
+        "month": [("May is warm.", 0), ("June is warmer.", 0), ("July is hot.", 0)],  # one class, three items
+        "p0": [("Paris", 0), ("Rome", 1), ("Oslo", 2)],
+    }
+    one = {
+        "planet": [("Mars is red.", 0), ("Mars has moons.", 1), ("The red Mars.", 2)],  # three classes, one item
+        "month": [("May is warm.", 0), ("May again.", 1), ("In May, yes.", 2)],
+        "p0": [("Paris", 0), ("Paris", 0), ("Paris", 0)],
+    }
+    folders = {"a": write_scores(tmp_path / "a", many, prompts), "b": write_scores(tmp_path / "b", one, prompts)}
+    result = compare_novelty(folders, "eval", 4, [("a", "b")])
+    assert result["policies"]["a"]["distinct_items"] == 3.0 and result["policies"]["b"]["distinct_items"] == 1.0
+    assert result["differences"]["a - b"]["distinct_items"]["n"] == 2  # the naming prompt p0 has no item count
+    assert result["differences"]["a - b"]["distinct"]["n"] == 3
+    section = "\n".join(novelty_lines(result, "eval", 4))
+    assert "**distinct items (by rule)**: different category members" in section
+    assert "(by the eval classifier" in section.split("**distinct (eval partition)**")[1].splitlines()[0]
+    assert "(by the eval classifier" not in section.split("**distinct items (by rule)**")[1].splitlines()[0]
 
 
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():

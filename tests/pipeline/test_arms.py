@@ -49,6 +49,25 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
         ), arm
 
 
+def test_cpu_items_trains_darling_grpo_and_the_ngram_arm_on_the_item_prompts(tmp_path):
+    """The n-gram ablation where answers are sentences around an item (issue 49): every run on items-train with the
+    rule quality, evaluated on both item prompt sets and compared by that quality; no arithmetic pass@k."""
+    result = darling("pipeline", "--preset", "cpu-items", "--dry-run", "-o", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    script = (tmp_path / "run" / "commands.sh").read_text()
+    runs = rl_lines(script)
+    assert set(runs) == {"rl", "rl-grpo", "rl-darling-ngram"}
+    assert runs["rl-darling-ngram"] == runs["rl"] == runs["rl-grpo"]  # the method alone differs
+    train = [line for line in script.splitlines() if "darling rl-train" in line]
+    assert len(train) == 4 and all("--preset items " in line and "--strict-length" not in line for line in train)
+    novelty = [line for line in script.splitlines() if "darling eval novelty" in line]
+    assert {re.search(r"--prompts (\S+)", line).group(1) for line in novelty} == {"items-train", "items-heldout"}
+    assert "darling eval math" not in script
+    compare = [line for line in script.splitlines() if "darling eval compare" in line]
+    assert len(compare) == 2 and all("--quality item-sentence" in line for line in compare)
+    assert all("--pairs darling-rl:darling-ngram-rl" in line for line in compare)
+
+
 @pytest.mark.parametrize(
     "options, fragments",
     [

@@ -365,27 +365,28 @@ def write_creative_bench(root, prompts=None, criteria=None, negative=None, templ
     return root
 
 
-def write_scores(folder, groups):
+def write_scores(folder, groups, prompts=None):
     """groups: {prompt_id: [(response, class_id), ...]} -> FOLDER/scores.parquet and per_prompt.parquet like eval
-    novelty's (quality 1 everywhere; the per-prompt metrics by eval novelty's own table, NoveltyBench's utility)."""
+    novelty's (quality 1 everywhere; the per-prompt metrics by eval novelty's own table, NoveltyBench's utility);
+    ``prompts``: {prompt_id: text} (default "Name PROMPT_ID.")."""
     import polars as pl
 
     from darling.evals.novelty import prompt_utility
     from darling.evals.prompt_metrics import PromptAnswers, metric_columns
 
+    def text_of(pid):
+        return (prompts or {}).get(pid, f"Name {pid}.")
+
     rows = [
-        {"prompt_id": pid, "prompt": f"Name {pid}.", "sample_index": i, "response": text, "class_id": cls, "quality": 1}
+        {"prompt_id": pid, "prompt": text_of(pid), "sample_index": i, "response": text, "class_id": cls, "quality": 1}
         for pid, group in groups.items()
         for i, (text, cls) in enumerate(group)
     ]
     answers = []
-    for group in groups.values():
+    for pid, group in groups.items():
         texts, classes = [t for t, _ in group], [c for _, c in group]
-        answers.append(
-            PromptAnswers(
-                texts, classes, [1] * len(group), prompt_utility(classes, [1] * len(group), "noveltybench", 0.8)
-            )
-        )
+        utility = prompt_utility(classes, [1] * len(group), "noveltybench", 0.8)
+        answers.append(PromptAnswers(texts, classes, [1] * len(group), utility, text_of(pid)))
     folder.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows).write_parquet(folder / "scores.parquet")
     per_prompt = {"prompt_id": list(groups), "category": [None] * len(groups), **metric_columns(answers)}

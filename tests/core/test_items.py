@@ -1,0 +1,76 @@
+"""The item prompts (darling.core.items): a sentence around one member of a closed category, the member read off by
+rule. The extraction, the quality that needs no model, the classifier-free count, and the packaged prompt sets."""
+
+import gzip
+import json
+
+import pytest
+from helpers import REPO
+
+from darling.core.items import (
+    CATEGORIES,
+    categories,
+    category_of,
+    distinct_items,
+    item_of,
+    item_prompt_sets,
+    item_sentence_quality,
+)
+from darling.core.quality import open_ended_quality
+from darling.datagen.problems import load_problems
+from darling.evals.novelty_prompts import load_prompts
+
+PLANET = categories()["planet"].prompt
+
+
+def test_the_item_is_the_first_member_named_by_any_of_its_names():
+    planet, month, wonder = (categories()[k] for k in ("planet", "month", "wonder"))
+    assert item_of(planet, "Mars is smaller than Earth, and redder.") == "Mars"
+    assert item_of(planet, "Unlike Mars, the earth has liquid oceans.") == "Mars"
+    assert item_of(planet, "The earth has liquid oceans.") == "Earth"  # any case for a name that is no common word
+    assert item_of(planet, "Pluto used to be counted.") is None
+    assert item_of(month, "You may like the spring.") is None  # "may" in lower case is the verb
+    assert item_of(month, "In Sept the leaves turn.") == "September"  # an alias gives the canonical name
+    # a longer name at the same place wins over a shorter one inside it
+    assert item_of(wonder, "The Great Pyramid of Giza is the oldest.") == "Great Pyramid of Giza"
+    assert item_of(wonder, "Ptolemy built the Pharos.") == "Lighthouse of Alexandria"
+    assert item_of(categories()["noble-gas"], "Neonatal care") is None  # whole words only
+
+
+def test_quality_is_format_and_membership_by_rule():
+    assert item_sentence_quality(PLANET, "Jupiter is the largest planet in the solar system.") == 1.0
+    assert item_sentence_quality(PLANET, "Jupiter.") == 0.0  # a bare name is not a sentence about it
+    assert item_sentence_quality(PLANET, "Pluto is a small icy world far beyond the others.") == 0.0
+    long = "Saturn has rings. " * 3
+    assert item_sentence_quality(PLANET, long.strip()) == 0.0  # three sentences
+    assert item_sentence_quality(PLANET, "Saturn " + "and its rings " * 15) == 0.0  # over 40 words
+    score = open_ended_quality("item-sentence")  # the name rl-train and eval compare take
+    assert score([PLANET, PLANET], ["Venus is the hottest planet of all.", "A nice day."]) == [1.0, 0.0]
+    with pytest.raises(ValueError, match="not an item prompt"):
+        item_sentence_quality("Name a fruit. Answer with the name only.", "Apple is a fruit.")
+
+
+def test_distinct_items_counts_members_not_wordings():
+    answers = [
+        "Mars is red because of iron oxide on its surface.",
+        "The planet Mars has two small moons.",  # another wording, the same item
+        "Venus spins backwards compared with most planets.",
+        "My favourite thing is the sky.",  # names no member: no new item
+    ]
+    assert distinct_items(PLANET, answers) == 2
+    assert category_of(PLANET).key == "planet" and category_of("Name a planet.") is None
+
+
+def test_packaged_prompt_sets_are_the_categories_split_once():
+    sets = item_prompt_sets()
+    for name, rows in sets.items():
+        path = REPO / "datagen" / "resources" / "prompts" / f"{name}.jsonl.gz"
+        with gzip.open(path, "rt") as fh:
+            assert [json.loads(line) for line in fh] == rows  # the shipped file is the split
+    train, heldout = ({r["category"] for r in sets[n]} for n in ("items-train", "items-heldout"))
+    assert not train & heldout and train | heldout == set(CATEGORIES) and len(heldout) == 8
+    # loadable by name where prompts are read: rl-train's problems and eval novelty's prompts
+    assert [p.problem for p in load_problems("items-train")] == [r["prompt"] for r in sets["items-train"]]
+    loaded = load_prompts("items-heldout")
+    assert [(p.prompt_id, p.category) for p in loaded] == [(r["id"], r["category"]) for r in sets["items-heldout"]]
+    assert all(category_of(p.prompt) is not None for p in loaded)
