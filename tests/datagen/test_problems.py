@@ -72,6 +72,8 @@ def test_packaged_sets_by_name_alias_and_licence():
         "arithmetic",
         "naming-train",
         "naming-heldout",
+        "items-train",
+        "items-heldout",
         *REAL_FILES,
     }
     assert load_problems("minerva") == load_problems("minerva_math")  # alias: the same ids either way
