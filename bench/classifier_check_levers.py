@@ -18,6 +18,10 @@ Embeddings are cached in ``--out`` (``features.npz``), so a rerun recomputes not
     python bench/classifier_check_levers.py --out runs/check-levers
     python bench/classifier_check_levers.py --out runs/check-levers --export main=runs/pipeline/classifier
 
+``--augment``: also the levers trained with synthetic pairs made from the 1,000 (never from a check): key-word swaps
+and sentence shuffles (``augmented``), and counterfactual negatives (``counterfactual_negatives``); each fold trains on
+those made from its own training side, and its held-out side's give a dev AUC of meaning (the synthetic column).
+
 ``--export NAME=DIR``: a trained export scored on the two checks as it is (no cross-validation: it may have trained on
 some of the 1,000), for the table's reference rows.
 """
@@ -274,7 +278,7 @@ def markdown(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--augment", action="store_true", help="also the levers trained with swaps and shuffles")
+    ap.add_argument("--augment", action="store_true", help="also the levers trained with synthetic pairs")
     ap.add_argument("--export", action="append", default=[], help="NAME=DIR: a trained export's rows on the checks")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
