@@ -16,11 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from darling.classifier.scoring import EquivalenceScorer, Pair
-from darling.core.lexical import ngram_jaccard
+from darling.core.lexical import NGRAM_ORDER, NGRAM_RULE, NGRAM_THRESHOLD, ngram_jaccard
 
-NGRAM_ORDER = 4
-NGRAM_THRESHOLD = 0.5
-NGRAM = "ngram"  # the scorer's kind
+NGRAM = NGRAM_RULE  # the scorer's kind
 
 
 class NgramScorer(EquivalenceScorer):

@@ -4,8 +4,9 @@
 answer's meaning; the sentence around it is wording ("Mars is the fourth planet.", "I would pick Mars, the red
 one."). The item, read off by rule, gives a count of distinct answers that no classifier decides
 (``distinct_items``), while the wording gives an n-gram rule something to be fooled by: two sentences naming Mars
-share few 4-grams. (A prompt that also asks for a fact about the item would make two facts two answers.) Each category's members are listed with their aliases, so
-both the extraction and the membership check are exact (``item_of``).
+share few 4-grams. (A prompt that also asks for a fact about the item would make two facts two answers.) Each
+category's members are listed with their aliases, so both the extraction and the membership check are exact
+(``item_of``).
 
 The prompts ship as the packaged sets ``items-train`` and ``items-heldout`` (datagen/resources/prompts), split once
 by category; ``ITEM_PROMPT`` is their one template, so a prompt's category is read back from its text.

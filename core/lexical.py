@@ -14,8 +14,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when scores are asked for, not when a config reads the n-gram rule's defaults
+    import numpy as np
+
+# The n-gram rule (DARLING's lexical ablation: the darling-ngram arm's partition, darling.classifier.ngram), defined
+# once: its name, and the paper's defaults, two responses equivalent when they share at least half of their 4-grams.
+NGRAM_RULE = "ngram"
+NGRAM_ORDER = 4
+NGRAM_THRESHOLD = 0.5
 
 
 def tokens(text: str) -> list[str]:
@@ -62,6 +70,8 @@ BASELINES: dict[str, tuple[str, Callable[[str, str], float]]] = {
 
 
 def overlap_scores(texts: Sequence[tuple[str, str]], key: str) -> np.ndarray:
+    import numpy as np
+
     """The baseline ``key``'s score of every pair."""
     score = BASELINES[key][1]
     return np.array([score(a, b) for a, b in texts], dtype=float)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
+from darling.core.lexical import NGRAM_ORDER, NGRAM_THRESHOLD
 from darling.core.quality import QUALITIES
 from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 from darling.rl.methods import METHOD_NAMES, METHODS, NGRAM, Method
@@ -163,10 +164,10 @@ class RLTrainConfig(CommandConfig):
         panel=REWARD_PANEL,
     )
     ngram_n: int = option(
-        4, help="darling-ngram: the n of its word n-grams (the paper's ablation: 4).", panel=REWARD_PANEL
+        NGRAM_ORDER, help="darling-ngram: the n of its word n-grams (the paper's ablation: 4).", panel=REWARD_PANEL
     )
     ngram_threshold: float = option(
-        0.5,
+        NGRAM_THRESHOLD,
         help="darling-ngram: two responses are equivalent when the Jaccard overlap of their n-gram sets is at least "
         "this.",
         panel=REWARD_PANEL,

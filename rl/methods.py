@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASSIFIER, NGRAM = "classifier", "ngram"  # what partitions a group's responses in the reward
+from darling.core.lexical import NGRAM_RULE as NGRAM
+
+CLASSIFIER = "classifier"  # what partitions a group's responses in the reward: the classifier, or the n-gram rule
 
 
 @dataclass(frozen=True)
