@@ -55,6 +55,8 @@ from darling.core.training_log import (
     GROUPS_CHANGED,
     QUALITY_ADVANTAGE,
     REWARD,
+    TRL_ENTROPY,
+    TRL_ENTROPY_COEF,
     WOULD_CHANGE,
 )
 from darling.evals.prompt_metrics import has_every_metric
@@ -216,10 +218,11 @@ def arm_acted(method: str, log_history: Path) -> dict[str, float]:
     or the share of groups whose advantages differ from GRPO's."""
     if method != "entropy":
         return acted(log_history)
-    steps = [h for h in json.loads(log_history.read_text()) if "entropy" in h]
+    entropy, coef = TRL_ENTROPY.key, TRL_ENTROPY_COEF.key
+    steps = [h for h in json.loads(log_history.read_text()) if entropy in h]
     return {
-        "entropy": statistics.mean(h["entropy"] for h in steps),
-        "entropy_bonus": statistics.mean(h["entropy"] * h.get("entropy_coef", 0.0) for h in steps),
+        "entropy": statistics.mean(h[entropy] for h in steps),
+        "entropy_bonus": statistics.mean(h[entropy] * h.get(coef, 0.0) for h in steps),
     }
 
 

@@ -8,7 +8,7 @@ import typer
 
 from darling.cli.common import err, out
 from darling.cli.options import config_command, param
-from darling.core.training_log import DISTINCT, DIVERSITY, GROUPS_CHANGED, QUALITY
+from darling.core.training_log import DISTINCT, DIVERSITY, GROUPS_CHANGED, QUALITY, TRL_REWARD
 from darling.rl.config import RLTrainConfig
 
 if TYPE_CHECKING:
@@ -65,10 +65,10 @@ def rl_train(config: RLTrainConfig, resume: bool) -> None:
         raise typer.Exit(code=1) from None
     if not trainer.is_world_process_zero():  # one report per run, from the rank that saved it
         return
-    logs = [h for h in trainer.state.log_history if "reward" in h]
+    logs = [h for h in trainer.state.log_history if TRL_REWARD.key in h]
     for h in logs:
         out.print(
-            f"step {h.get('step')}: reward {h.get('reward', 0):.3f}  quality {h.get(QUALITY.key, 0):.3f}  "
+            f"step {h.get('step')}: reward {h.get(TRL_REWARD.key, 0):.3f}  quality {h.get(QUALITY.key, 0):.3f}  "
             f"diversity {h.get(DIVERSITY.key, 0):.3f}  "
             f"distinct/group {h.get(DISTINCT.key, 0):.2f}"
             + (

@@ -123,6 +123,9 @@ CURVES = {m.key: m.curve for m in LOG_METRICS if m.curve}  # eval compare's pane
 TRL_REWARD = LogMetric("reward", "TRL's mean reward of the batch", step_table=True, column="reward")
 TRL_LOSS = LogMetric("loss", "TRL's loss", step_table=True, column="loss", digits=4)
 TRL_GRAD_NORM = LogMetric("grad_norm", "TRL's gradient norm", step_table=True)
+TRL_ENTROPY = LogMetric("entropy", "TRL's mean token entropy of the batch's completions")
+TRL_ENTROPY_COEF = LogMetric("entropy_coef", "TRL's entropy-bonus coefficient, logged while the bonus is on")
+TRL_KEYS = tuple(m.key for m in (TRL_REWARD, TRL_LOSS, TRL_GRAD_NORM, TRL_ENTROPY, TRL_ENTROPY_COEF))
 STEP_TABLE = (TRL_REWARD, *LOG_METRICS, TRL_LOSS, TRL_GRAD_NORM)
 STEP_METRICS = tuple(m.key for m in STEP_TABLE if m.step_table)  # each step's record in stages.json
 STEP_COLUMNS = tuple(m for m in STEP_TABLE if m.column)  # the report's step table, after "step"

@@ -31,6 +31,8 @@ from darling.core.training_log import (
     GROUPS_CHANGED,
     QUALITY_ADVANTAGE,
     REWARD,
+    TRL_ENTROPY,
+    TRL_ENTROPY_COEF,
     WOULD_CHANGE,
 )
 from darling.evals.compare_report import render_comparison
@@ -194,9 +196,8 @@ def term_activity(log_file: Path) -> dict[str, Any] | None:
     def mean(key: str) -> float:
         return float(np.mean([h.get(key, 0.0) for h in history]))
 
-    bonus = [
-        float(h["entropy"]) * float(h["entropy_coef"]) for h in history if h.get("entropy_coef") and "entropy" in h
-    ]
+    entropy, coef = TRL_ENTROPY.key, TRL_ENTROPY_COEF.key
+    bonus = [float(h[entropy]) * float(h[coef]) for h in history if h.get(coef) and entropy in h]
     return {
         "applied": applied,
         # TRL's entropy bonus (the entropy arm): coefficient x mean token entropy, subtracted from the loss per step

@@ -25,6 +25,7 @@ import polars as pl
 
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
+from darling.core.training_log import TRL_REWARD
 from darling.datagen.problems import load_problems
 from darling.rl.config import VERL_LOSS_AGG, RLTrainConfig
 
@@ -184,6 +185,6 @@ def log_history(files: list[Path]) -> list[dict]:
             data = record["data"]
             row = {"step": record["step"], **{f"verl/{k}": v for k, v in data.items()}}
             if "critic/score/mean" in data:
-                row["reward"] = data["critic/score/mean"]
+                row[TRL_REWARD.key] = data["critic/score/mean"]  # where the pipeline reads TRL's reward
             steps[record["step"]] = row
     return [steps[k] for k in sorted(steps)]

@@ -13,7 +13,7 @@ from darling.classifier.config import ServeConfig
 from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
 from darling.core.numbers import MISSING
-from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS
+from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import accelerate_config
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
@@ -298,7 +298,7 @@ def run_summary(step: Step, reward: str) -> dict[str, Any]:
         "seed": config.seed,
         "launcher": " ".join(step.launcher) or None,
         "steps": steps,
-        "steps_with_nonzero_reward": sum(1 for s in steps if s.get("reward", 0) != 0),
+        "steps_with_nonzero_reward": sum(1 for s in steps if s.get(TRL_REWARD.key, 0) != 0),
         "max_weight_change": max_weight_change(local, out / "final") if local.is_dir() else None,
         "checkpoints_left": sorted(p.name for p in out.glob("checkpoint-*")),
     }

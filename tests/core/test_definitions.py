@@ -41,3 +41,44 @@ def test_the_ngram_rule_is_defined_once():
     assert (defaults["ngram_n"], defaults["ngram_threshold"]) == (lexical.NGRAM_ORDER, lexical.NGRAM_THRESHOLD)
     assert METHODS["darling-ngram"].partition == NgramScorer.kind == lexical.NGRAM_RULE
     assert ngram_scorer().threshold == lexical.NGRAM_THRESHOLD and ngram_scorer().n == lexical.NGRAM_ORDER
+
+
+def log_key_lookups(keys: set[str]):
+    """(file:line, key, what) of every lookup of a literal ``key`` in a mapping: ``m["key"]``, ``m.get("key")``,
+    ``"key" in m``; package-wide."""
+    for _, path in modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(ROOT)}:{node.lineno}" if hasattr(node, "lineno") else ""
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in keys:
+                owner = node.value.id if isinstance(node.value, ast.Name) else "?"
+                yield where, node.slice.value, f"{owner}[...]"
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in keys
+            ):
+                yield where, node.args[0].value, ".get"
+            elif (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Constant)
+                and node.left.value in keys
+                and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            ):
+                yield where, node.left.value, "in"
+
+
+def test_trl_log_keys_are_read_through_the_metric_table():
+    """TRL's own keys in the training log (reward, loss, grad_norm, entropy, entropy_coef) are named once, in
+    core/training_log.py; every reader looks them up through it. The one literal left is a run summary's own field
+    ``reward`` (the reward's description, pipeline/stages/rl.py's ``s["reward"]``), not the log's key."""
+    from darling.core.training_log import TRL_KEYS
+
+    found = [
+        (where, key, what)
+        for where, key, what in log_key_lookups(set(TRL_KEYS))
+        if not (where.startswith("pipeline/stages/rl.py") and what == "s[...]" and key == "reward")
+    ]
+    assert not found, found
