@@ -49,17 +49,19 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
         ), arm
 
 
-def test_cpu_items_trains_darling_grpo_and_the_ngram_arm_on_the_item_prompts(tmp_path):
+@pytest.mark.parametrize("preset", ["cpu-items", "gpu-items"])
+def test_the_items_presets_train_darling_grpo_and_the_ngram_arm_on_the_item_prompts(tmp_path, preset):
     """The n-gram ablation where answers are sentences around an item (issue 49): every run on items-train with the
-    rule quality, evaluated on both item prompt sets and compared by that quality; no arithmetic pass@k."""
-    result = darling("pipeline", "--preset", "cpu-items", "--dry-run", "-o", tmp_path / "run")
+    rule quality, evaluated on both item prompt sets and compared by that quality; no arithmetic pass@k. (Without
+    CUDA, gpu-items writes its commands and runs nothing, as gpu-compare.)"""
+    result = darling("pipeline", "--preset", preset, "--dry-run", "-o", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     script = (tmp_path / "run" / "commands.sh").read_text()
     runs = rl_lines(script)
     assert set(runs) == {"rl", "rl-grpo", "rl-darling-ngram"}
     assert runs["rl-darling-ngram"] == runs["rl"] == runs["rl-grpo"]  # the method alone differs
     train = [line for line in script.splitlines() if "darling rl-train" in line]
-    assert len(train) == 4 and all("--preset items " in line and "--strict-length" not in line for line in train)
+    assert len(train) == 4 and all("--preset items " in line and " --strict-length" not in line for line in train)
     novelty = [line for line in script.splitlines() if "darling eval novelty" in line]
     assert {re.search(r"--prompts (\S+)", line).group(1) for line in novelty} == {"items-train", "items-heldout"}
     assert "darling eval math" not in script
