@@ -24,6 +24,10 @@ from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
 from darling.rl.methods import METHOD_NAMES, METHODS, NGRAM, Method
 from darling.rl.reward import NORMS, SCALES, DarlingConfig
 
+# The reward's settings (norm, correct_only, floor, passk_k) are DarlingConfig's fields; rl-train's flags of the same
+# names take their defaults from there (darling_term() reads the flags back by those names).
+REWARD_DEFAULTS = DarlingConfig()
+
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
 # The --help panels of rl-train, essentials first.
@@ -149,16 +153,18 @@ class RLTrainConfig(CommandConfig):
         panel=REWARD_PANEL,
     )
     norm: str = option(
-        "identity",
+        REWARD_DEFAULTS.norm,
         choices=NORMS,
         help="Norm() of Eq. 5: identity, or minmax (rescaled within each group).",
         panel=REWARD_PANEL,
     )
     correct_only: bool = option(
-        False, help="Partition only correct responses (math variant; needs --floor > 0, see floor).", panel=REWARD_PANEL
+        REWARD_DEFAULTS.correct_only,
+        help="Partition only correct responses (math variant; needs --floor > 0, see floor).",
+        panel=REWARD_PANEL,
     )
     floor: float = option(
-        0.0,
+        REWARD_DEFAULTS.floor,
         help="Lower bound on diversity: a correct answer in a class with every other correct one still scores "
         "floor x quality, above a wrong one (the official math runs: 0.1); 0 = off.",
         panel=REWARD_PANEL,
@@ -172,7 +178,9 @@ class RLTrainConfig(CommandConfig):
         "this.",
         panel=REWARD_PANEL,
     )
-    passk_k: int = option(4, help="passk: the k of pass@k (at most num_generations).", panel=REWARD_PANEL)
+    passk_k: int = option(
+        REWARD_DEFAULTS.passk_k, help="passk: the k of pass@k (at most num_generations).", panel=REWARD_PANEL
+    )
     entropy_coef: float = option(
         0.0,
         help="TRL's entropy bonus on the loss (loss - coef x mean token entropy); the entropy method needs it > 0 "

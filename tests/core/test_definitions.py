@@ -82,3 +82,26 @@ def test_trl_log_keys_are_read_through_the_metric_table():
         if not (where.startswith("pipeline/stages/rl.py") and what == "s[...]" and key == "reward")
     ]
     assert not found, found
+
+
+def test_the_rewards_settings_are_declared_by_its_config():
+    """norm, correct_only, floor and passk_k are DarlingConfig's fields; rl-train's flags of the same names read their
+    defaults from it (no literal default in rl/config.py), and darling_term() hands them back unchanged."""
+    from darling.rl.config import RLTrainConfig
+    from darling.rl.reward import DarlingConfig
+
+    reward = [f.name for f in dataclasses.fields(DarlingConfig) if f.name != "combine"]
+    train = {f.name: f.default for f in dataclasses.fields(RLTrainConfig)}
+    assert all(train[name] == getattr(DarlingConfig(), name) for name in reward)
+    source = (ROOT / "rl" / "config.py").read_text()
+    literal = [
+        node.target.id
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and node.target.id in reward
+        and isinstance(node.value, ast.Call)
+        and node.value.args
+        and isinstance(node.value.args[0], ast.Constant)
+    ]
+    assert not literal, f"rl/config.py declares these reward defaults a second time: {literal}"
