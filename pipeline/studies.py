@@ -1,13 +1,15 @@
-"""The multi-seed figures a one-seed report points to, defined once.
+"""The multi-seed figures a one-seed report points to, defined once, as data (``measured/studies.toml``).
 
 A one-seed comparison's intervals cover prompts, not runs, so the report sets the seeds measured elsewhere beside it.
-Each figure here is quoted word for word in ``docs/measurements.md`` under the heading it names (a test checks both), so
-a new study changes this file and the doc together, and never only one of them.
+Each figure there is quoted word for word in ``docs/measurements.md`` under the heading it names (a test checks both),
+so a new study changes that file and the doc together, and never only one of them.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -21,18 +23,12 @@ class Study:
         return f'{self.what}: {self.figure} on the {self.prompts} prompts (docs/measurements.md, "{self.heading}")'
 
 
-GPU_STUDY = Study(
-    what="pooled over 6 seeds of 64 steps on one H100 (bench/darling_levers.py at 086ed3e)",
-    figure="+1.06 [+0.58, +1.58]",
-    prompts="held-out",
-    heading="DARLING against GRPO on one GPU",
-)
+MEASURED = Path(__file__).parent / "measured" / "studies.toml"  # the figures, as data: [[study]] tables
 
-CPU_BUDGET = Study(
-    what="at the cpu preset's budget, 3 seeds on 2 CPU cores, each seed's interval above 0 (bench/darling_levers.py)",
-    figure="+0.40 [+0.15, +0.70]",
-    prompts="training",
-    heading="The main job's budget",
-)
 
-STUDIES = (CPU_BUDGET, GPU_STUDY)
+def load_studies(path: Path = MEASURED) -> tuple[Study, ...]:
+    with path.open("rb") as fh:
+        return tuple(Study(**table) for table in tomllib.load(fh)["study"])
+
+
+STUDIES = load_studies()
