@@ -29,24 +29,9 @@ from darling.rl.methods import OTHER_ARMS
 
 INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
-# Not part of a run's identity: where it runs and how fast, not what it computes.
-NOT_IDENTITY = (
-    "output",
-    "about",
-    "dry_run",
-    "threads",
-    "keep_checkpoints",
-    "jobs",
-    "seed_jobs",
-    "rl_gpus",
-    "trl_vllm_gpus",
-    "serve",
-    "seeds",
-    "launcher",
-    "nodes",
-    "gpus_per_node",
-    "slurm",
-)
+# Not part of a run's identity: where it runs and how fast, not what it computes (a field's metadata; the identity
+# leaves out every field that carries it).
+NOT_IDENTITY = {"identity": False}
 
 
 @dataclass(frozen=True)
@@ -110,8 +95,8 @@ SECTIONS: dict[str, Section] = {
 }
 
 
-def table(help_text: str) -> Any:
-    return option(factory=dict, flag=False, help=help_text)
+def table(help_text: str, meta: dict[str, Any] | None = None) -> Any:
+    return option(factory=dict, flag=False, help=help_text, meta=meta)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -121,15 +106,23 @@ class PipelineConfig(CommandConfig):
     PRESET_PACKAGE: ClassVar[str | None] = "darling.pipeline"
 
     output: Path = option(
-        aliases=("-o",), help="Run folder: one subfolder per stage, report.md, commands.sh.", panel=CHAIN_PANEL
+        aliases=("-o",),
+        help="Run folder: one subfolder per stage, report.md, commands.sh.",
+        panel=CHAIN_PANEL,
+        meta=NOT_IDENTITY,
     )
     preset: str = option("cpu", flag=False, help="The preset this config came from (set by its file).")
-    about: str = option("", flag=False, help="What the preset runs on, in a sentence or two (commands.sh, report).")
+    about: str = option(
+        "", flag=False, help="What the preset runs on, in a sentence or two (commands.sh, report).", meta=NOT_IDENTITY
+    )
     requires_cuda: bool = option(
         False, flag=False, help="The chain needs CUDA GPUs: on a machine without, only commands.sh is written."
     )
     dry_run: bool = option(
-        False, help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.", panel=CHAIN_PANEL
+        False,
+        help="Write RUN/commands.sh (and the inputs it names) and print it; run nothing.",
+        panel=CHAIN_PANEL,
+        meta=NOT_IDENTITY,
     )
     seed: int = option(0, help="Seed of every stage.", panel=CHAIN_PANEL)
     seeds: list[int] = option(
@@ -137,19 +130,25 @@ class PipelineConfig(CommandConfig):
         help="A study: the whole chain once per seed (RUN/seed-S, each its own resumable run), then `eval study` "
         "pools DARLING minus GRPO over prompts and seeds (RUN/study). E.g. --seeds 1,2,3.",
         panel=CHAIN_PANEL,
+        meta=NOT_IDENTITY,
     )
     threads: int | None = option(
-        1, help="CPU threads of every command (torch's, the hf engine's); none: their own.", panel=RESOURCES_PANEL
+        1,
+        help="CPU threads of every command (torch's, the hf engine's); none: their own.",
+        panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
     )
     jobs: int = option(
         1,
         help="Commands of one stage run side by side (the two RL runs, one evaluation per model): 2 on 2 cores.",
         panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
     )
     seed_jobs: int = option(
         1,
         help="With --seeds: the seeds' chains run side by side, this many at once (one GPU holds 6: gpu-compare).",
         panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
     )
     rollouts_from: str = option(
         "champ",
@@ -178,7 +177,9 @@ class PipelineConfig(CommandConfig):
         "them and compared with both. E.g. --arms darling-ngram --arms passk.",
         panel=CHAIN_PANEL,
     )
-    keep_checkpoints: bool = option(False, help="Keep rl*/checkpoint-* once rl*/final is saved.", panel=CHAIN_PANEL)
+    keep_checkpoints: bool = option(
+        False, help="Keep rl*/checkpoint-* once rl*/final is saved.", panel=CHAIN_PANEL, meta=NOT_IDENTITY
+    )
     serve_classifier: bool = option(
         False,
         help="RL scores with the classifier served by `serve-classifier` ([serve]), not in each process.",
@@ -225,12 +226,16 @@ class PipelineConfig(CommandConfig):
         panel=RESOURCES_PANEL,
     )
     rl_gpus: str | None = option(
-        None, help="CUDA_VISIBLE_DEVICES of the RL runs (e.g. 0,1,2,3,4,5); none: unset.", panel=RESOURCES_PANEL
+        None,
+        help="CUDA_VISIBLE_DEVICES of the RL runs (e.g. 0,1,2,3,4,5); none: unset.",
+        panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
     )
     trl_vllm_gpus: str | None = option(
         None,
         help="With [rl] vllm_mode = server: the GPUs of `trl vllm-serve` (CUDA_VISIBLE_DEVICES).",
         panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
     )
     launcher: str = option(
         "local",
@@ -239,17 +244,25 @@ class PipelineConfig(CommandConfig):
         "them) and run nothing; ray: generate with --engine ray --ray-address auto and write RUN/ray/submit.sh (the "
         "chain as one Ray job) and run nothing.",
         panel=CLUSTER_PANEL,
+        meta=NOT_IDENTITY,
     )
     nodes: int = option(
-        1, help="slurm: nodes of the training jobs (classifier, RL); other stages use one.", panel=CLUSTER_PANEL
+        1,
+        help="slurm: nodes of the training jobs (classifier, RL); other stages use one.",
+        panel=CLUSTER_PANEL,
+        meta=NOT_IDENTITY,
     )
     gpus_per_node: int = option(
-        8, help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.", panel=CLUSTER_PANEL
+        8,
+        help="slurm: GPUs per node (#SBATCH --gpus-per-node) of the GPU stages.",
+        panel=CLUSTER_PANEL,
+        meta=NOT_IDENTITY,
     )
     slurm: dict[str, Any] = option(
         factory=dict,
         flag=False,
         help="slurm: more #SBATCH options for every job, e.g. --set slurm.partition=gpu --set slurm.time=48:00:00.",
+        meta=NOT_IDENTITY,
     )
     datagen: dict[str, Any] = table("datagen rollouts settings (RolloutConfig fields; generators = a list of tables).")
     pairs: dict[str, Any] = table("datagen pairs settings (PairConfig fields).")
@@ -259,7 +272,9 @@ class PipelineConfig(CommandConfig):
     import_classifier: dict[str, Any] = table(
         "import-classifier settings, with classifier_from = import (source, ImportConfig fields)."
     )
-    serve: dict[str, Any] = table("serve-classifier settings, with serve_classifier (ServeConfig fields).")
+    serve: dict[str, Any] = table(
+        "serve-classifier settings, with serve_classifier (ServeConfig fields).", meta=NOT_IDENTITY
+    )
     serve_reward: dict[str, Any] = table(
         "serve-reward-model settings, with serve_reward_model (RewardServeConfig fields)."
     )
@@ -362,7 +377,8 @@ class PipelineConfig(CommandConfig):
 
     def identity(self) -> dict[str, Any]:
         """Flat ``{field: value}`` (table entries as ``table.key``) of what defines the results, preset first."""
-        values = {k: v for k, v in to_json(self).items() if k not in NOT_IDENTITY}
+        skipped = {f.name for f in fields(self) if f.metadata.get("identity") is False}
+        values = {k: v for k, v in to_json(self).items() if k not in skipped}
         flat: dict[str, Any] = {"preset": values.pop("preset")}
         for name, value in values.items():
             if isinstance(value, dict):

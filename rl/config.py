@@ -30,6 +30,10 @@ REWARD_DEFAULTS = DarlingConfig()
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
+# A setting a resumed run may change (darling.rl.train.RESUME_MAY_CHANGE collects them): where it writes, how far it
+# goes, where the classifier is served and the models run, CPU threads, logging. Anything else (policy, data, reward,
+# sampling, optimiser) would silently continue a different experiment.
+RESUMABLE = {"resume_may_change": True}
 # The --help panels of rl-train, essentials first.
 DATA_PANEL = "Data, model, output"
 REWARD_PANEL = "Reward: quality x diversity (Eq. 5), and the other arms"
@@ -59,7 +63,7 @@ class RLTrainConfig(CommandConfig):
         aliases=("-o",),
         help="Checkpoints, logs, final policy (OUTPUT/final).",
         panel=DATA_PANEL,
-        meta={"grpo": "output_dir"},
+        meta={"grpo": "output_dir", **RESUMABLE},
     )
     # Policy and data.
     policy: str = option(
@@ -92,6 +96,7 @@ class RLTrainConfig(CommandConfig):
         aliases=("--classifier-url",),
         help="vLLM replica serving --classifier (repeatable); default: in-process.",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     classifier_threshold: float | None = option(
         None,
@@ -104,6 +109,7 @@ class RLTrainConfig(CommandConfig):
         help="Device of the in-process classifier (cpu, cuda, cuda:1); default: this rank's accelerator "
         "(cuda:LOCAL_RANK) when there is one, else cpu.",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     quality: str = option(
         "math",
@@ -134,23 +140,27 @@ class RLTrainConfig(CommandConfig):
         "repeatable); --reward-model still gives its tokenizer and chat template (inputs are sent as token ids). "
         "Default: in-process.",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     reward_model_device: str | None = option(
         None,
         help="Device of the in-process quality model (the reward model, or relevant-short-answer's encoder); "
         "default: this rank's accelerator when there is one, else cpu.",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     server_timeout: float = option(
         60.0,
         help="Served classifier and reward model: seconds per request before it counts as failed.",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     server_retries: int = option(
         4,
         help="Served classifier and reward model: retries per replica (exponential backoff) before its requests go "
         "to the other replicas; when none answers, the run stops (no decision, no reward).",
         panel=REWARD_PANEL,
+        meta=RESUMABLE,
     )
     norm: str = option(
         REWARD_DEFAULTS.norm,
@@ -210,7 +220,7 @@ class RLTrainConfig(CommandConfig):
     )
     temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL, meta=TRL)
     learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.", panel=GRPO_PANEL, meta=TRL)
-    max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL, meta=TRL)
+    max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL, meta={**TRL, **RESUMABLE})
     scale_rewards: str = option(
         "none",
         choices=SCALES,
@@ -239,13 +249,16 @@ class RLTrainConfig(CommandConfig):
         meta=TRL,
     )
     vllm_server_host: str = option(
-        "127.0.0.1", help="vllm_mode=server: the host of `trl vllm-serve`.", panel=HARDWARE_PANEL, meta=TRL
+        "127.0.0.1",
+        help="vllm_mode=server: the host of `trl vllm-serve`.",
+        panel=HARDWARE_PANEL,
+        meta={**TRL, **RESUMABLE},
     )
     vllm_server_port: int = option(
         8000,
         help="vllm_mode=server: its port (keep it apart from the classifier replicas' ports).",
         panel=HARDWARE_PANEL,
-        meta=TRL,
+        meta={**TRL, **RESUMABLE},
     )
     bf16: bool = option(
         False, help="bf16 mixed precision; the policy then loads in bf16.", panel=HARDWARE_PANEL, meta=TRL
@@ -266,27 +279,33 @@ class RLTrainConfig(CommandConfig):
         meta=TRL,
     )
     save_steps: int = option(
-        1, help="Checkpoint interval (steps); --resume continues from the last.", panel=LOGGING_PANEL, meta=TRL
+        1,
+        help="Checkpoint interval (steps); --resume continues from the last.",
+        panel=LOGGING_PANEL,
+        meta={**TRL, **RESUMABLE},
     )
     save_total_limit: int | None = option(
         2,
         help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all.",
         panel=LOGGING_PANEL,
-        meta=TRL,
+        meta={**TRL, **RESUMABLE},
     )
     prune_checkpoints: bool = option(
         False,
         help="Delete OUTPUT/checkpoint-* once OUTPUT/final is saved (a finished run needs none of them).",
         panel=LOGGING_PANEL,
+        meta=RESUMABLE,
     )
     report_to: list[str] = option(
         factory=lambda: ["none"],
         help="Where TRL logs: none, tensorboard, wandb (repeatable).",
         panel=LOGGING_PANEL,
-        meta=TRL,
+        meta={**TRL, **RESUMABLE},
     )
     seed: int = option(0, help="Seed of TRL's sampling and data order.", panel=LOGGING_PANEL, meta=TRL)
-    threads: int | None = option(1, help="torch CPU threads; none = torch's default.", panel=HARDWARE_PANEL)
+    threads: int | None = option(
+        1, help="torch CPU threads; none = torch's default.", panel=HARDWARE_PANEL, meta=RESUMABLE
+    )
     engine: str = option(
         "trl",
         choices=ENGINES,

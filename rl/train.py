@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +26,8 @@ from darling.rl.config import RLTrainConfig, trl_fields
 from darling.rl.methods import NGRAM
 
 SETTINGS_FILE = "darling-rl.json"
-# What a resumed run may change: where it writes, how far it goes, where the classifier is served and the models
-# run, CPU threads, logging. Anything else (policy, data, reward, sampling, optimiser) would silently continue a
-# different experiment.
-RESUME_MAY_CHANGE = frozenset(
-    {
-        "output",
-        "max_steps",
-        "classifier_urls",
-        "classifier_device",
-        "reward_model_urls",
-        "reward_model_device",
-        "server_timeout",
-        "server_retries",
-        "threads",
-        "save_steps",
-        "save_total_limit",
-        "prune_checkpoints",
-        "report_to",
-        "vllm_server_host",
-        "vllm_server_port",
-    }
-)
+# What a resumed run may change: the settings marked RESUMABLE where RLTrainConfig declares them.
+RESUME_MAY_CHANGE = frozenset(f.name for f in fields(RLTrainConfig) if f.metadata.get("resume_may_change"))
 
 
 def build_dataset(config: RLTrainConfig):

@@ -105,3 +105,27 @@ def test_the_rewards_settings_are_declared_by_its_config():
         and isinstance(node.value.args[0], ast.Constant)
     ]
     assert not literal, f"rl/config.py declares these reward defaults a second time: {literal}"
+
+
+def test_which_settings_a_rerun_may_change_is_field_metadata():
+    """What a resumed rl-train may change and what a pipeline run's identity leaves out are marked on the fields
+    themselves (``RESUMABLE``, ``NOT_IDENTITY``), not kept as lists of field names beside them."""
+    from darling.pipeline.config import PipelineConfig
+    from darling.rl.config import RLTrainConfig
+    from darling.rl.train import RESUME_MAY_CHANGE
+
+    names = {f.name for cls in (RLTrainConfig, PipelineConfig) for f in dataclasses.fields(cls)}
+    lists = [  # RESUME_MAY_CHANGE or NOT_IDENTITY spelt out as names again (a tuple, list, set or frozenset of them)
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for _, path in modules()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id in ("RESUME_MAY_CHANGE", "NOT_IDENTITY") for t in node.targets)
+        for value in [node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value]
+        if isinstance(value, ast.Tuple | ast.List | ast.Set)
+        and any(isinstance(e, ast.Constant) and e.value in names for e in value.elts)
+    ]
+    assert not lists, f"lists of settings by name: {lists}"
+    assert {"output", "max_steps", "threads"} <= RESUME_MAY_CHANGE and "learning_rate" not in RESUME_MAY_CHANGE
+    skipped = {f.name for f in dataclasses.fields(PipelineConfig) if f.metadata.get("identity") is False}
+    assert {"output", "jobs", "seeds", "launcher"} <= skipped and "rl" not in skipped
