@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, darling
+from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, darling, darling_in_process
 
 from darling.pipeline.stages import STAGE_NAMES
 
@@ -53,8 +53,9 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
 def test_the_items_presets_train_darling_grpo_and_the_ngram_arm_on_the_item_prompts(tmp_path, preset):
     """The n-gram ablation where answers are sentences around an item (issue 49): every run on items-train with the
     rule quality, evaluated on both item prompt sets and compared by that quality; no arithmetic pass@k. (Without
-    CUDA, gpu-items writes its commands and runs nothing, as gpu-compare.)"""
-    result = darling("pipeline", "--preset", preset, "--dry-run", "-o", tmp_path / "run")
+    CUDA, gpu-items writes its commands and runs nothing, as gpu-compare. In process: cpu-arms's dry run above is the
+    real process.)"""
+    result = darling_in_process("pipeline", "--preset", preset, "--dry-run", "-o", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     script = (tmp_path / "run" / "commands.sh").read_text()
     runs = rl_lines(script)
