@@ -37,13 +37,22 @@ def verdict(name: str, d: dict[str, Any], unit: str, a: str = "DARLING", b: str 
     return f"{name}: no difference shows at this budget ({interval(d)}: the interval includes 0)"
 
 
+def shown_columns(s: dict[str, Any]) -> dict[str, str]:
+    """The comparison's columns, less a metric no policy has a value for (the item count on other prompts)."""
+    policies = s["policies"].values()
+    return {
+        m: label for m, label in COMPARE_COLUMNS.items() if not policies or any(p.get(m) is not None for p in policies)
+    }
+
+
 def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool = False) -> list[str]:
     """The novelty comparison: definitions, per-policy means, paired differences, the verdict on the first pair."""
+    columns = shown_columns(s)
     by_classifier = " (by the eval classifier: in the pipeline, the one DARLING's reward uses)"
     defined = [
         f"- **{m.label}**: {m.definition}" + ("" if m.independent else by_classifier)
         for m in PROMPT_METRICS
-        if m.name != "quality"
+        if m.name != "quality" and m.name in columns
     ]
     lines = [
         *defined,
@@ -51,29 +60,34 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool 
         f"**share ≤ max words**: answers of 1 to {max_words} words"
         + (" (the quality scores a longer answer 0: `--strict-length`)" if strict else ""),
         "",
-        "| policy | " + " | ".join(COMPARE_COLUMNS.values()) + " |",
-        "| --- |" + " ---: |" * len(COMPARE_COLUMNS),
+        "| policy | " + " | ".join(columns.values()) + " |",
+        "| --- |" + " ---: |" * len(columns),
     ]
     for name, figures in s["policies"].items():
-        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m), 2) for m in COMPARE_COLUMNS) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt(figures.get(m), 2) for m in columns) + " |")
     lines += [
         "",
         f"Paired differences over the {s['prompts']} prompts, mean with a bootstrap 95% interval "
         f"({s['bootstrap']} resamples of prompts):",
         "",
-        "| difference | " + " | ".join(COMPARE_COLUMNS.values()) + " |",
-        "| --- |" + " ---: |" * len(COMPARE_COLUMNS),
+        "| difference | " + " | ".join(columns.values()) + " |",
+        "| --- |" + " ---: |" * len(columns),
     ]
     for pair, diffs in s["differences"].items():
-        lines.append(f"| {pair} | " + " | ".join(interval(diffs.get(m, {})) for m in COMPARE_COLUMNS) + " |")
+        lines.append(f"| {pair} | " + " | ".join(interval(diffs.get(m, {})) for m in columns) + " |")
     first = next(iter(s["differences"].items()), None)
     if first:
         a, _, b = first[0].partition(" - ")
         key = first[1]
+        items = (
+            f"{verdict('distinct items', key['distinct_items'], 'items per prompt', a, b)}; "
+            if "distinct_items" in columns and "distinct_items" in key
+            else ""
+        )
         lines += [
             "",
             f"**What this shows ({first[0]}):** {verdict('distinct', key['distinct'], 'classes per prompt', a, b)}; "
-            f"{verdict('distinct answers', key['distinct_answers'], 'answers per prompt', a, b)}; "
+            f"{verdict('distinct answers', key['distinct_answers'], 'answers per prompt', a, b)}; {items}"
             f"{verdict('quality', key['quality'], '', a, b)}. {s['prompts']} prompts: the intervals are wide.",
         ]
     return [*lines, ""]

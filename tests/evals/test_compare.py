@@ -75,6 +75,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
     section = "\n".join(novelty_lines(result, "short-answer", 4))
     assert "distinct: darling above grpo by 2.00 classes per prompt" in section
     assert "quality: darling below grpo by" in section
+    assert "distinct items" not in section  # no item prompt: the column and its definition are left out
     eval_quality = compare_novelty(folders, "eval", 4, [("darling", "grpo")])  # eval novelty's own quality column
     assert eval_quality["policies"]["darling"]["quality"] == 1.0
 
@@ -104,6 +105,7 @@ def test_distinct_items_over_the_item_prompts_only(tmp_path):
     assert "**distinct items (by rule)**: different category members" in section
     assert "(by the eval classifier" in section.split("**distinct (eval partition)**")[1].splitlines()[0]
     assert "(by the eval classifier" not in section.split("**distinct items (by rule)**")[1].splitlines()[0]
+    assert "distinct items: a above b by 2.00 items per prompt" in section
 
 
 def test_an_interval_that_includes_zero_is_reported_as_no_difference():
