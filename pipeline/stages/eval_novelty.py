@@ -138,12 +138,14 @@ def eval_novelty_section(s: dict[str, Any]) -> list[str]:
 
 
 def _novelty_table(models: dict[str, Any], folder: str) -> list[str]:
+    # a metric no model has (the item count on naming prompts, or an older run's missing one) is left out
+    metrics = [m for m in PROMPT_METRICS if any(v.get(mean_key(m.name)) is not None for v in models.values())]
     lines = [
-        "| model | prompts | k | " + " | ".join(f"mean {m.label}" for m in PROMPT_METRICS) + " | threshold | report |",
-        "| --- | ---: | ---: |" + " ---: |" * len(PROMPT_METRICS) + " ---: | --- |",
+        "| model | prompts | k | " + " | ".join(f"mean {m.label}" for m in metrics) + " | threshold | report |",
+        "| --- | ---: | ---: |" + " ---: |" * len(metrics) + " ---: | --- |",
     ]
     for name, m in models.items():
-        means = " | ".join(fmt(m.get(mean_key(metric.name))) for metric in PROMPT_METRICS)  # an older run: –
+        means = " | ".join(fmt(m.get(mean_key(metric.name))) for metric in metrics)  # one model's missing: –
         lines.append(
             f"| {name} | {m['n_prompts']} | {m['k']} | {means} | {fmt(m['threshold'])} | "
             f"[report]({folder}/{name}/report.md) |"

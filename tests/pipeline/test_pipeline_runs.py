@@ -81,6 +81,8 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     assert (run / "logs" / "rl-grpo.log").exists()  # the two RL runs side by side, each with its own log
 
     report = (run / "report.md").read_text()
+    assert "distinct items" not in report  # naming prompts have no item count: no empty column, no definition
+    assert "mean distinct answers (exact)" in report  # the eval-novelty table's columns are the metrics it has
     for title in (
         "Data generation",
         "Same-answer pairs",
