@@ -76,6 +76,14 @@ def leftover(a: str, b: str) -> str:
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def rare_words(docs: list[str]) -> set[str]:
+    """Words of 4+ letters in at most 2% of the documents: the likeliest names of what a response is about."""
+    from collections import Counter
+
+    df = Counter(w for d in docs for w in set(tokens(d)))
+    return {w for w, n in df.items() if n <= 0.02 * len(docs) and w.isalpha() and len(w) >= 4}
+
+
 def key_word(text: str, rare: set[str]) -> str | None:
     """The response's most repeated rare word (4+ letters): the likeliest name of what it is about."""
     words = [w for w in re.findall(r"[A-Za-z]{4,}", text) if w.lower() in rare]
@@ -101,11 +109,7 @@ def augmented(pairs, seed: int = 0) -> list:
 
     rng = random.Random(seed)
     docs = [p.generation_0 for p in pairs]
-    df: dict[str, int] = {}
-    for d in docs:
-        for w in set(tokens(d)):
-            df[w] = df.get(w, 0) + 1
-    rare = {w for w, n in df.items() if n <= 0.02 * len(docs) and w.isalpha() and len(w) >= 4}
+    rare = rare_words(docs)
     keys = [key_word(d, rare) for d in docs]
     out = []
     for i, p in enumerate(pairs):
@@ -134,11 +138,7 @@ def counterfactual_negatives(pairs, seed: int = 0) -> list:
 
     rng = random.Random(seed)
     docs = [t for p in pairs for t in p.texts]
-    df: dict[str, int] = {}
-    for d in docs:
-        for w in set(tokens(d)):
-            df[w] = df.get(w, 0) + 1
-    rare = {w for w, n in df.items() if n <= 0.02 * len(docs) and w.isalpha() and len(w) >= 4}
+    rare = rare_words(docs)
     keys = [(p.prompt, key_word(p.generation_0, rare)) for p in pairs]
     out = []
     for p in pairs:

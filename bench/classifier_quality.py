@@ -43,7 +43,6 @@ from darling.core.schemas import LabelledPair
 TEST_SEED = 1234
 TEST_FRACTION = 0.15
 CV_SEED = 7
-HARD_NEGATIVES = False  # --hard-negatives
 
 
 def write_pairs(path: Path, rows: list[LabelledPair]) -> Path:
@@ -87,10 +86,12 @@ def lexical_predictions(train: list[LabelledPair], held: list[LabelledPair], obj
     return out
 
 
-def run_fold(name: str, overrides: dict, preset: str, train: list, held: list, folder: Path) -> dict:
+def run_fold(
+    name: str, overrides: dict, preset: str, train: list, held: list, folder: Path, hard_negatives: bool = False
+) -> dict:
     """Train on ``train`` (+ its counterfactual negatives under ``--hard-negatives``), score ``held``; reuse a finished
     fold (its held-out predictions are on disk)."""
-    if HARD_NEGATIVES:
+    if hard_negatives:
         from classifier_check_levers import counterfactual_negatives
 
         train = train + counterfactual_negatives(train)
@@ -131,12 +132,12 @@ def pooled_metrics(labels: list[int], scores: list[float], decisions: list[float
     return {**m, "intervals_95": intervals}
 
 
-def cross_validate(name, overrides, preset, train_part: PairSet, k: int, out: Path) -> dict:
+def cross_validate(name, overrides, preset, train_part: PairSet, k: int, out: Path, hard_negatives=False) -> dict:
     folds = kfold_pairs(train_part, k, CV_SEED)
     labels, probs, decisions, lex = [], [], [], {n: ([], []) for n in LEXICAL}
     per_fold, seconds = [], []
     for i, (train, held) in enumerate(folds):
-        fold = run_fold(name, overrides, preset, train, held, out / name / f"fold-{i}")
+        fold = run_fold(name, overrides, preset, train, held, out / name / f"fold-{i}", hard_negatives)
         y = [p.similar for p in held]
         per_fold.append({"fold": i, "val_auc": fold["val_auc"], **binary_metrics(y, fold["probs"], fold["threshold"])})
         labels += y
@@ -158,8 +159,8 @@ def cross_validate(name, overrides, preset, train_part: PairSet, k: int, out: Pa
     }
 
 
-def test_split_run(name, overrides, preset, train_part: PairSet, test: list, out: Path) -> dict:
-    fold = run_fold(name, overrides, preset, train_part.pairs, test, out / name / "test-split")
+def test_split_run(name, overrides, preset, train_part: PairSet, test: list, out: Path, hard_negatives=False) -> dict:
+    fold = run_fold(name, overrides, preset, train_part.pairs, test, out / name / "test-split", hard_negatives)
     y = [p.similar for p in test]
     baselines = {
         n: metrics_with_intervals(y, s, t)
@@ -187,8 +188,6 @@ def main() -> None:
     ap.add_argument("--name", default=None, help="row name (default: from the grid values)")
     ap.add_argument("--hard-negatives", action="store_true", help="+ counterfactual negatives on each training side")
     args = ap.parse_args()
-    global HARD_NEGATIVES
-    HARD_NEGATIVES = args.hard_negatives
 
     args.out.mkdir(parents=True, exist_ok=True)
     pairs = load_pairs(args.data)
@@ -201,9 +200,9 @@ def main() -> None:
         overrides = {**fixed, **dict(zip(keys, values, strict=True))}
         name = args.name or "_".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or args.preset
         if args.cv:
-            row = cross_validate(name, overrides, args.preset, train_part, args.cv, args.out)
+            row = cross_validate(name, overrides, args.preset, train_part, args.cv, args.out, args.hard_negatives)
         else:
-            row = test_split_run(name, overrides, args.preset, train_part, test, args.out)
+            row = test_split_run(name, overrides, args.preset, train_part, test, args.out, args.hard_negatives)
         print(json.dumps(row), flush=True)
         with (args.out / "results.jsonl").open("a") as fh:
             fh.write(json.dumps(row) + "\n")
