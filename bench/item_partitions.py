@@ -32,6 +32,7 @@ import numpy as np
 from darling.core.items import category_of, item_of
 
 PROMPT_SETS = ("items-train", "items-heldout")
+NO_ITEM = 1000  # class ids from here on: answers that name no member, each a class of its own (never "same item")
 N_BOOT = 2000
 
 
@@ -57,7 +58,7 @@ def item_classes(prompt: str, answers: list[str]) -> list[int]:
     assert category is not None, prompt
     items = [item_of(category, a) for a in answers]
     ids: dict[str, int] = {}
-    return [ids.setdefault(item, len(ids)) if item else 1000 + i for i, item in enumerate(items)]
+    return [ids.setdefault(item, len(ids)) if item else NO_ITEM + i for i, item in enumerate(items)]
 
 
 def scorer_classes(groups: list[list[str]], scorer) -> list[list[int]]:
@@ -85,7 +86,7 @@ def interval(per_prompt: list[tuple[float, float]], seed: int = 0) -> list[float
 def summarise(partitions: dict[str, list[list[int]]], items: list[list[int]]) -> dict:
     rows = {}
     item_same = [same(c) for c in items]
-    named = [np.array([c < 1000 for c in cs]) for cs in items]
+    named = [np.array([c < NO_ITEM for c in cs]) for cs in items]
     both_named = [np.array([n[i] and n[j] for i, j in itertools.combinations(range(len(n)), 2)]) for n in named]
     for name, parts in partitions.items():
         joins = [same(c) for c in parts]
@@ -162,7 +163,7 @@ def main() -> None:
         partitions = {"item (by rule)": items}
         partitions |= {name: scorer_classes(groups, s) for name, s in scorers.items()}
         summary = summarise(partitions, items)
-        named = float(np.mean([c < 1000 for cs in items for c in cs]))
+        named = float(np.mean([c < NO_ITEM for cs in items for c in cs]))
         result["sets"][prompts] = {"prompts": len(groups), "k": args.k, "named_share": named, **summary}
     (args.out / "item_partitions.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "item_partitions.md").write_text(markdown(result))
