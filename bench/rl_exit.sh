@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does a multi-rank rl-train end? ROUNDS rounds of two launches side by side (load, as in the pipeline's DARLING and
-# GRPO runs), each `rl-train --preset paper-math-tiny --method grpo --max-steps 2` on 2 gloo ranks through the
+# GRPO runs), each `rl-train --preset paper-tiny --method grpo --max-steps 2` on 2 gloo ranks through the
 # pipeline's own `multi-cpu` accelerate config; a launch still running after LIMIT seconds counts as a hang.
 #     bash bench/rl_exit.sh [ROUNDS=12] [LIMIT=150]      (from the repository root; ~40 s a round on 2 cores)
 # Prints a line per round (ok / hang / fail so far); the launches' logs and exit codes stay in $WORK.
@@ -17,7 +17,7 @@ for r in $(seq 1 "$ROUNDS"); do
         out=$WORK/run-$r-$j
         (
             CUDA_VISIBLE_DEVICES= timeout -k 5 "$LIMIT" "$PY" -m accelerate.commands.launch \
-                --config_file "$WORK/accelerate.yaml" --num_processes 2 -m darling rl-train --preset paper-math-tiny \
+                --config_file "$WORK/accelerate.yaml" --num_processes 2 -m darling rl-train --preset paper-tiny \
                 --method grpo --max-steps 2 --output "$out" >"$out.log" 2>&1
             echo $? >"$out.rc"
             rm -rf "$out"   # the policy and its checkpoints (~0.6 GB a launch): only the log and rc are kept

@@ -14,7 +14,7 @@ from darling.classifier.export import ClassifierExport
 from darling.cli.common import err, out
 from darling.cli.options import config_command
 from darling.core.replica_config import ReplicaConfig
-from darling.rl.config import RewardServeConfig
+from darling.rl.serve_config import RewardServeConfig
 
 if TYPE_CHECKING:
     import subprocess

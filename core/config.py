@@ -24,6 +24,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from darling.core.deprecation import warn_renamed
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
 
@@ -54,6 +55,10 @@ class CommandConfig:
     """Base of every command's settings: presets, files and overrides in one order; validation on creation."""
 
     PRESET_PACKAGE: ClassVar[str | None] = None  # e.g. "darling.classifier": presets in its presets/ folder
+    # Old names kept for one release after a rename (darling.core.deprecation): old -> new, each read as the new
+    # with a warning, never listed (--help and the preset list name the new ones only).
+    RENAMED_OPTIONS: ClassVar[dict[str, str]] = {}
+    RENAMED_PRESETS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,8 +93,17 @@ class CommandConfig:
         return files(cls.PRESET_PACKAGE) / "presets"
 
     @classmethod
+    def current_preset_name(cls, name: str) -> str:
+        """``name``, or the preset it was renamed to (with a warning)."""
+        if name in cls.RENAMED_PRESETS:
+            warn_renamed(f"{cls.__name__} preset", name, cls.RENAMED_PRESETS[name])
+            return cls.RENAMED_PRESETS[name]
+        return name
+
+    @classmethod
     def preset_values(cls, name: str) -> dict[str, Any]:
         """The preset's values; one that names a ``base`` preset is that preset's values with its own on top."""
+        name = cls.current_preset_name(name)
         if name not in cls.preset_names():
             raise UserInputError(f"unknown preset {name!r}; choose from {', '.join(cls.preset_names())}")
         import tomllib
@@ -123,6 +137,10 @@ class CommandConfig:
         for origin, layer in layers:
             for name, value in layer.items():
                 base, dot, key = name.partition(".")
+                if base in cls.RENAMED_OPTIONS:
+                    warn_renamed(f"{origin}: option", base, cls.RENAMED_OPTIONS[base])
+                    base = cls.RENAMED_OPTIONS[base]
+                    name = base + dot + key
                 if base not in known:
                     raise UserInputError(f"{origin}: unknown option '{name}'")
                 is_table = typing.get_origin(base_type(field_types(cls)[base])[0]) is dict

@@ -19,13 +19,15 @@ from typing import Any, ClassVar
 from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.config import CommandConfig, coerce, option
+from darling.core.deprecation import warn_renamed
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
 from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.resources import INPUT_FILES
-from darling.rl.config import RewardServeConfig, RLTrainConfig
+from darling.rl.config import RLTrainConfig
 from darling.rl.methods import OTHER_ARMS
+from darling.rl.serve_config import RewardServeConfig
 
 INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
@@ -406,11 +408,16 @@ def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[s
     known = {f.name for f in fields(section.config)}
     out: dict[str, Any] = {}
     for key, value in values.items():
-        base = key.split(".", 1)[0]
+        base, dot, rest = key.partition(".")
         where = f"[{name}] {key}"
+        if base in section.config.RENAMED_OPTIONS:  # an old name, read as the new one until it goes
+            warn_renamed(f"{where}: option", base, section.config.RENAMED_OPTIONS[base])
+            base = section.config.RENAMED_OPTIONS[base]
+            key = base + dot + rest
         if base in section.wired:
             raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
         if key == "preset" and "preset" in section.extra:
+            value = section.config.current_preset_name(value)
             if value not in section.config.preset_names():
                 raise UserInputError(
                     f"{where}: unknown preset {value!r}; choose {', '.join(section.config.preset_names())}"

@@ -151,7 +151,7 @@ def stage_config(c: PipelineConfig, section: str, cls: type[C], **wired: Any) ->
 
 
 def named_in(c: PipelineConfig, *sections: str) -> tuple[str, ...]:
-    """The settings the tables name (``grpo.x`` names ``grpo``): a preset's explicit choices, shown on the line."""
+    """The settings the tables name (``trl.x`` names ``trl``): a preset's explicit choices, shown on the line."""
     return tuple(dict.fromkeys(k.split(".", 1)[0] for s in sections for k in table_values(c, s)))
 
 

@@ -18,7 +18,7 @@ from darling.classifier.partition import PartitionStats, Scorer, partition_texts
 from darling.core.math_grading import extract_final_answer, is_correct
 from darling.rl.reward import (
     PARTITIONED,
-    DarlingConfig,
+    RewardConfig,
     TermEffect,
     batch_advantages,
     combine,
@@ -59,15 +59,15 @@ def darling_rewards(
     groups: Sequence[Sequence[str]],
     quality: Sequence[Sequence[float]],
     scorer: Scorer | None,
-    config: DarlingConfig | None = None,
+    config: RewardConfig | None = None,
     scale: str = "none",
-    term: DarlingConfig | None = None,
+    term: RewardConfig | None = None,
 ) -> BatchReward:
     """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores. ``scale``: the
     trainer's advantage scaling (``scale_rewards``), for the advantages and the term's effect. ``term``: for a
     reward that applies no diversity (``combine="quality"``, the GRPO baseline), the DARLING reward whose effect is
     measured (default ``multiply``)."""
-    config = config or DarlingConfig()
+    config = config or RewardConfig()
     if len(groups) != len(quality) or any(len(g) != len(q) for g, q in zip(groups, quality, strict=True)):
         raise ValueError("groups and quality must have the same shape")
     start = time.perf_counter()

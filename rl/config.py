@@ -1,12 +1,12 @@
-"""Settings of ``darling rl-train`` and ``darling serve-reward-model``: one dataclass each whose fields carry their
-help; presets are the data files in ``rl/presets/`` (keys are field names). Precedence: preset < ``--config`` file <
-flags and ``--set`` (``darling.core.config``).
+"""Settings of ``darling rl-train``: one dataclass whose fields carry their help; presets are the data files in
+``rl/presets/`` (keys are field names). Precedence: preset < ``--config`` file < flags and ``--set``
+(``darling.core.config``). ``serve-reward-model``'s are in ``darling.rl.serve_config``.
 
 The paper's choices are the defaults: rewards centred per group without std scaling (Eq. 6,
 ``scale_rewards="none"``), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``). ``method`` names the arm
 (``darling.rl.methods``): ``grpo`` runs the baseline with identical settings (quality only), the others the
 ablations and the other ways to keep diversity. Any other field of TRL's
-``GRPOConfig`` is reachable through ``grpo`` (``--set grpo.vllm_importance_sampling_correction=false``), applied
+``GRPOConfig`` is reachable through ``trl`` (``--set trl.vllm_importance_sampling_correction=false``), applied
 after the command's own; a key the command already has a field for is refused, so each value has one place.
 """
 
@@ -17,19 +17,20 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
+from darling.core.deprecation import renamed_attributes
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_ORDER, NGRAM_THRESHOLD
 from darling.core.quality import QUALITIES
-from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
-from darling.rl.methods import METHOD_NAMES, METHODS, NGRAM, Method
-from darling.rl.reward import NORMS, SCALES, DarlingConfig
+from darling.rl.methods import METHOD_NAMES, METHODS, Method, check_arm_settings
+from darling.rl.reward import NORMS, SCALES, RewardConfig
+from darling.rl.verl_settings import check_verl
 
-# The reward's settings (norm, correct_only, floor, passk_k) are DarlingConfig's fields; rl-train's flags of the same
+# The reward's settings (norm, correct_only, floor, passk_k) are RewardConfig's fields; rl-train's flags of the same
 # names take their defaults from there (darling_term() reads the flags back by those names).
-REWARD_DEFAULTS = DarlingConfig()
+REWARD_DEFAULTS = RewardConfig()
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
-TRL = {"grpo": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"grpo": NAME}``: another)
+TRL = {"trl": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"trl": NAME}``: another)
 # A setting a resumed run may change (darling.rl.train.RESUME_MAY_CHANGE collects them): where it writes, how far it
 # goes, where the classifier is served and the models run, CPU threads, logging. Anything else (policy, data, reward,
 # sampling, optimiser) would silently continue a different experiment.
@@ -42,15 +43,9 @@ HARDWARE_PANEL = "Generation and hardware"
 VERL_PANEL = "verl (--engine verl)"
 LOGGING_PANEL = "Checkpoints, logging, seed"
 ENGINES = ("trl", "verl")
-# TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged), for --engine verl
-VERL_LOSS_AGG = {
-    "dapo": "token-mean",
-    "bnpo": "token-mean",
-    "grpo": "seq-mean-token-mean",
-    "dr_grpo": "seq-mean-token-sum-norm",
-}
 REPORT_TO = ("none", "tensorboard", "wandb")
-VERL_METHODS = ("darling", "darling-add", "grpo", "entropy")  # the arms the verl recipe writes
+SETTINGS_FILE = "rl-settings.json"  # OUTPUT/: the settings a run started with, whatever its arm
+OLD_SETTINGS_FILE = "darling-rl.json"  # its name before 0.2: a run started then resumes (read, then renamed)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -58,12 +53,14 @@ class RLTrainConfig(CommandConfig):
     """Settings of ``darling rl-train``."""
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.rl"
+    RENAMED_OPTIONS: ClassVar[dict[str, str]] = {"grpo": "trl"}  # until 0.3
+    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper-math-tiny": "paper-tiny"}  # one tiny name at every level
 
     output: Path = option(
         aliases=("-o",),
         help="Checkpoints, logs, final policy (OUTPUT/final).",
         panel=DATA_PANEL,
-        meta={"grpo": "output_dir", **RESUMABLE},
+        meta={"trl": "output_dir", **RESUMABLE},
     )
     # Policy and data.
     policy: str = option(
@@ -194,7 +191,7 @@ class RLTrainConfig(CommandConfig):
     entropy_coef: float = option(
         0.0,
         help="TRL's entropy bonus on the loss (loss - coef x mean token entropy); the entropy method needs it > 0 "
-        "(adaptive: --set grpo.use_adaptive_entropy=true).",
+        "(adaptive: --set trl.use_adaptive_entropy=true).",
         panel=REWARD_PANEL,
         meta=TRL,
     )
@@ -242,8 +239,8 @@ class RLTrainConfig(CommandConfig):
     vllm_mode: str = option(
         "colocate",
         choices=("colocate", "server"),
-        help="TRL's vLLM mode: colocate (vLLM in each training process; grpo.vllm_gpu_memory_utilization, "
-        "grpo.vllm_enable_sleep_mode, grpo.vllm_tensor_parallel_size), or server (a `trl vllm-serve` at "
+        help="TRL's vLLM mode: colocate (vLLM in each training process; trl.vllm_gpu_memory_utilization, "
+        "trl.vllm_enable_sleep_mode, trl.vllm_tensor_parallel_size), or server (a `trl vllm-serve` at "
         "--vllm-server-host:--vllm-server-port, on GPUs of its own).",
         panel=HARDWARE_PANEL,
         meta=TRL,
@@ -321,10 +318,11 @@ class RLTrainConfig(CommandConfig):
     dry_run: bool = option(
         False, help="--engine verl: write OUTPUT/verl/ (data, main_ppo.sh) and run nothing.", panel=VERL_PANEL
     )
-    grpo: dict[str, Any] = option(
+    trl: dict[str, Any] = option(
         factory=dict,
         flag=False,
-        help="Any other field of TRL's GRPOConfig (--set grpo.FIELD=VALUE), applied after the command's own.",
+        help="Any other field of TRL's GRPOConfig (--set trl.FIELD=VALUE; before 0.2: grpo.FIELD), applied after "
+        "the command's own.",
         panel=GRPO_PANEL,
     )
 
@@ -334,8 +332,8 @@ class RLTrainConfig(CommandConfig):
         if self.dry_run and self.engine != "verl":
             raise UserInputError("--dry-run writes verl's command: it goes with --engine verl")
         if self.engine == "verl":
-            self.check_verl()
-        self.check_method()
+            check_verl(self)
+        check_arm_settings(self)
         for name in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -356,10 +354,10 @@ class RLTrainConfig(CommandConfig):
         unknown = sorted(set(self.report_to) - set(REPORT_TO))
         if unknown:
             raise UserInputError(f"report_to: unknown {unknown[0]!r}; choose from {', '.join(REPORT_TO)}")
-        own = sorted(set(self.grpo) & set(trl_fields()))
+        own = sorted(set(self.trl) & set(trl_fields()))
         if own:
             flag = "--" + trl_fields()[own[0]].replace("_", "-")
-            raise UserInputError(f"grpo.{own[0]}: rl-train sets it from its own setting; use {flag}")
+            raise UserInputError(f"trl.{own[0]}: rl-train sets it from its own setting; use {flag}")
         per_process = self.per_device_train_batch_size * (self.steps_per_generation or self.gradient_accumulation_steps)
         if per_process % self.num_generations:
             # TRL scores each process's slice of the generation batch; a group split across two slices would be
@@ -369,104 +367,33 @@ class RLTrainConfig(CommandConfig):
                 f"num_generations = {self.num_generations}, so that no prompt's group is split across processes"
             )
 
-    def check_method(self) -> None:
-        """What the arm needs, and one place for each setting: an arm's own settings are refused on another."""
-        arm = self.arm
-        if arm.partition == "classifier" and self.classifier is None:
-            raise UserInputError(f"--method {arm.name} needs --classifier (an exported classifier)")
-        if arm.partition == NGRAM and (self.ngram_n < 1 or not 0.0 <= self.ngram_threshold <= 1.0):
-            raise UserInputError(
-                f"ngram_n must be >= 1 and ngram_threshold in [0, 1], got {self.ngram_n}, {self.ngram_threshold}"
-            )
-        if arm.entropy != (self.entropy_coef != 0.0 or bool(self.grpo.get("use_adaptive_entropy"))):
-            raise UserInputError(
-                "--method entropy needs --entropy-coef > 0 (or grpo.use_adaptive_entropy)"
-                if arm.entropy
-                else f"{'--entropy-coef' if self.entropy_coef else 'grpo.use_adaptive_entropy'} is the entropy "
-                f"method's: --method {arm.name} trains without it"
-            )
-        if arm.combine == "passk":
-            if not 1 <= self.passk_k <= self.num_generations:
-                raise UserInputError(
-                    f"passk_k must be in [1, num_generations = {self.num_generations}], got {self.passk_k}"
-                )
-            if self.scale_rewards != "none":
-                raise UserInputError(
-                    "--method passk gives each response its pass@k advantage as the reward: scale_rewards must be none "
-                    "(dividing by a std again would rescale them)"
-                )
-
-    def check_verl(self) -> None:
-        """What ``--engine verl``'s recipe covers (``darling.rl.verl_recipe``)."""
-        if self.method not in VERL_METHODS:
-            raise UserInputError(
-                f"--engine verl runs {', '.join(VERL_METHODS)}; --method {self.method} trains on TRL (the default "
-                "engine)"
-            )
-        if self.verl_gpus < 1 or self.verl_nodes < 1:
-            raise UserInputError(f"verl_gpus and verl_nodes must be >= 1, got {self.verl_gpus}, {self.verl_nodes}")
-        if self.grpo.get("use_adaptive_entropy"):
-            raise UserInputError("--engine verl: the entropy arm takes a fixed --entropy-coef (adaptive is TRL's)")
-        if self.quality != "math" or self.reward_model is not None:
-            raise UserInputError("--engine verl: the recipe covers the math quality (math-verify); use TRL for others")
-        if self.trainable_layers is not None:
-            raise UserInputError("--engine verl trains every weight: drop trainable_layers (a TRL-only lever)")
-        if self.loss_type not in VERL_LOSS_AGG or self.scale_rewards == "batch":
-            raise UserInputError(
-                f"--engine verl: loss_type must be one of {', '.join(VERL_LOSS_AGG)} and scale_rewards none or group"
-            )
-
     @property
     def arm(self) -> Method:
         return METHODS[self.method]
 
-    def darling_term(self) -> DarlingConfig:
+    def darling_term(self) -> RewardConfig:
         """The DARLING reward these settings describe (Eq. 4-5), applied or not (an arm without it measures what it
-        would do): ``DarlingConfig``'s fields, read from the fields of the same names, so a reward setting is
+        would do): ``RewardConfig``'s fields, read from the fields of the same names, so a reward setting is
         declared there and here only (a flag), and reaches TRL and verl alike. Its combine is the arm's when the arm
         partitions (darling: multiply, darling-add: add), else DARLING's."""
-        values = {f.name: getattr(self, f.name) for f in fields(DarlingConfig) if f.name != "combine"}
-        return DarlingConfig(combine=self.arm.combine if self.arm.partition else "multiply", **values)
+        values = {f.name: getattr(self, f.name) for f in fields(RewardConfig) if f.name != "combine"}
+        return RewardConfig(combine=self.arm.combine if self.arm.partition else "multiply", **values)
 
-    def reward(self) -> DarlingConfig:
+    def reward(self) -> RewardConfig:
         """The reward this run trains with: the arm's combine over the DARLING term's settings."""
         return replace(self.darling_term(), combine=self.arm.combine)
 
 
 def trl_fields() -> dict[str, str]:
-    """TRL ``GRPOConfig`` field -> the ``RLTrainConfig`` field that sets it (their ``meta={"grpo": ...}``): what
-    ``grpo_args`` passes, and what ``--set grpo.X`` may not set a second time."""
+    """TRL ``GRPOConfig`` field -> the ``RLTrainConfig`` field that sets it (their ``meta={"trl": ...}``): what
+    ``grpo_args`` passes, and what ``--set trl.X`` may not set a second time."""
     out = {}
     for f in fields(RLTrainConfig):
-        target = f.metadata.get("grpo")
+        target = f.metadata.get("trl")
         if target:
             out[f.name if target is True else target] = f.name
     return out
 
 
-@dataclass(kw_only=True, frozen=True)
-class RewardServeConfig(ReplicaConfig):
-    """Settings of ``darling serve-reward-model`` (no presets: every default is the command's)."""
-
-    PRESET_PACKAGE: ClassVar[str | None] = None
-
-    model: str = option(
-        help="The reward model (a sequence classifier with one output): a folder, a hub name in the local Hugging "
-        "Face cache, or tiny:reward. Give rl-train and eval novelty the same --reward-model (its tokenizer)."
-    )
-    dtype: str | None = option(
-        None,
-        choices=SERVE_DTYPES,
-        help="Serving dtype; default: float32 on the CPU build, the model's own (config.json) on GPUs.",
-    )
-    check: bool = option(False, help="Compare served vs in-process raw scores on sample (prompt, response) pairs.")
-    max_model_len: int | None = option(
-        None,
-        help="vLLM's --max-model-len; default: the longest input the clients send (1024 tokens, or the tokenizer's "
-        "limit if lower). A longer input is refused by the server, and the run that sent it stops.",
-    )
-
-    def validate(self) -> None:
-        super().validate()
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise UserInputError(f"max_model_len must be >= 1, got {self.max_model_len}")
+# Moved in 0.2 (one settings class per module); the old import works until 0.3.
+__getattr__ = renamed_attributes(__name__, {"RewardServeConfig": "darling.rl.serve_config.RewardServeConfig"})

@@ -11,8 +11,13 @@ coefficient.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_RULE as NGRAM
+
+if TYPE_CHECKING:
+    from darling.rl.config import RLTrainConfig
 
 CLASSIFIER = "classifier"  # what partitions a group's responses in the reward: the classifier, or the n-gram rule
 
@@ -21,7 +26,7 @@ CLASSIFIER = "classifier"  # what partitions a group's responses in the reward: 
 class Method:
     name: str
     about: str  # one line, for --help and reports
-    combine: str  # DarlingConfig.combine: multiply | add | quality | passk
+    combine: str  # RewardConfig.combine: multiply | add | quality | passk
     partition: str | None = None  # CLASSIFIER | NGRAM | None: the reward reads no partition
     entropy: bool = False  # TRL's entropy bonus on the loss (entropy_coef > 0)
     fields: tuple[str, ...] = ()  # RLTrainConfig fields only this arm reads (refused, or meaningless, on another)
@@ -61,3 +66,31 @@ def arm_settings(name: str, settings: dict) -> dict:
     another arm reads (a table of every arm's own settings, e.g. ``entropy_coef`` and ``passk_k``, serves all)."""
     others = {f for m in METHODS.values() if m.name != name for f in m.fields} - set(METHODS[name].fields)
     return {key: value for key, value in settings.items() if key not in others}
+
+
+def check_arm_settings(config: RLTrainConfig) -> None:
+    """What the arm needs, and one place for each setting: an arm's own settings are refused on another."""
+    arm = config.arm
+    if arm.partition == "classifier" and config.classifier is None:
+        raise UserInputError(f"--method {arm.name} needs --classifier (an exported classifier)")
+    if arm.partition == NGRAM and (config.ngram_n < 1 or not 0.0 <= config.ngram_threshold <= 1.0):
+        raise UserInputError(
+            f"ngram_n must be >= 1 and ngram_threshold in [0, 1], got {config.ngram_n}, {config.ngram_threshold}"
+        )
+    if arm.entropy != (config.entropy_coef != 0.0 or bool(config.trl.get("use_adaptive_entropy"))):
+        raise UserInputError(
+            "--method entropy needs --entropy-coef > 0 (or trl.use_adaptive_entropy)"
+            if arm.entropy
+            else f"{'--entropy-coef' if config.entropy_coef else 'trl.use_adaptive_entropy'} is the entropy "
+            f"method's: --method {arm.name} trains without it"
+        )
+    if arm.combine == "passk":
+        if not 1 <= config.passk_k <= config.num_generations:
+            raise UserInputError(
+                f"passk_k must be in [1, num_generations = {config.num_generations}], got {config.passk_k}"
+            )
+        if config.scale_rewards != "none":
+            raise UserInputError(
+                "--method passk gives each response its pass@k advantage as the reward: scale_rewards must be none "
+                "(dividing by a std again would rescale them)"
+            )

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from darling.core.deprecation import renamed_attributes
 from darling.rl.passk import passk_advantages
 
 COMBINES = ("multiply", "add", "quality", "passk")
@@ -51,7 +52,7 @@ def normalise(values: Sequence[float], norm: str = "identity") -> list[float]:
 
 
 @dataclass(frozen=True)
-class DarlingConfig:
+class RewardConfig:
     combine: str = "multiply"  # multiply (paper) | add | quality (GRPO baseline: diversity ignored) | passk
     norm: str = "identity"  # identity | minmax
     correct_only: bool = False  # partition only responses with quality > 0; the others get ``floor``
@@ -80,7 +81,7 @@ class DarlingConfig:
             )
 
 
-def group_diversity(classes: Sequence[int], included: Sequence[bool], config: DarlingConfig) -> list[float]:
+def group_diversity(classes: Sequence[int], included: Sequence[bool], config: RewardConfig) -> list[float]:
     """Normalised diversity of one group; ``classes`` are over the included responses only, in order."""
     n_included = sum(included)
     if len(classes) != n_included:
@@ -90,7 +91,7 @@ def group_diversity(classes: Sequence[int], included: Sequence[bool], config: Da
     return [max(config.floor, next(it)) if inc else config.floor for inc in included]
 
 
-def combine(quality: Sequence[float], div: Sequence[float], config: DarlingConfig) -> list[float]:
+def combine(quality: Sequence[float], div: Sequence[float], config: RewardConfig) -> list[float]:
     if config.combine == "multiply":
         return [q * d for q, d in zip(quality, div, strict=True)]
     if config.combine == "add":
@@ -172,3 +173,6 @@ def term_effect(
         mean_abs_change=sum(sum(g) for g in changes) / responses,
         mean_abs_quality_advantage=sum(abs(a) for g in without for a in g) / responses,
     )
+
+
+__getattr__ = renamed_attributes(__name__, {"DarlingConfig": "RewardConfig"})  # the old name, until 0.3

@@ -30,7 +30,7 @@ from darling.core.replica_config import SERVE_DTYPES
 from darling.core.replicas import free_gpu_memory, pooling_replicas, start_servers
 from darling.core.reward_model import RewardModel, ServedRewardModel, servable_encoder
 from darling.core.vllm_server import VLLMServer
-from darling.rl.config import RewardServeConfig
+from darling.rl.serve_config import RewardServeConfig
 
 
 def model_folder(name: str) -> Path:

@@ -4,7 +4,7 @@ The paper's choices are the defaults: rewards centred per group without std scal
 (``scale_rewards="none"``, Eq. 6), no KL term (``beta=0``), a length-unbiased loss (``dr_grpo``).
 ``method`` names the arm (``darling.rl.methods``): ``grpo`` is the baseline with identical settings (quality only).
 The settings are ``darling.rl.config.RLTrainConfig`` (presets: ``rl/presets/*.toml``); any other ``GRPOConfig``
-field comes from its ``grpo`` table. In-process reward models (the classifier, a reward model, the relevance
+field comes from its ``trl`` table. In-process reward models (the classifier, a reward model, the relevance
 encoder) run on this rank's accelerator unless told otherwise: in a multi-GPU launch each rank scores on its own GPU.
 """
 
@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from darling.classifier.export import ClassifierExport
+from darling.core.deprecation import warn_renamed
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
-from darling.rl.config import RLTrainConfig, trl_fields
+from darling.rl.config import OLD_SETTINGS_FILE, SETTINGS_FILE, RLTrainConfig, trl_fields
 from darling.rl.methods import NGRAM
 
-SETTINGS_FILE = "darling-rl.json"
 # What a resumed run may change: the settings marked RESUMABLE where RLTrainConfig declares them.
 RESUME_MAY_CHANGE = frozenset(f.name for f in fields(RLTrainConfig) if f.metadata.get("resume_may_change"))
 
@@ -100,21 +100,21 @@ def build_quality(config: RLTrainConfig):
 
 
 def grpo_overrides(config: RLTrainConfig) -> dict:
-    """``config.grpo``, each key checked against this TRL's ``GRPOConfig`` (a typo is refused, not ignored)."""
+    """``config.trl``, each key checked against this TRL's ``GRPOConfig`` (a typo is refused, not ignored)."""
     from dataclasses import fields
 
     from trl import GRPOConfig, __version__
 
     known = {f.name for f in fields(GRPOConfig)}
-    unknown = sorted(set(config.grpo) - known)
+    unknown = sorted(set(config.trl) - known)
     if unknown:
-        raise UserInputError(f"grpo.{unknown[0]}: not a field of TRL {__version__}'s GRPOConfig")
-    return dict(config.grpo)
+        raise UserInputError(f"trl.{unknown[0]}: not a field of TRL {__version__}'s GRPOConfig")
+    return dict(config.trl)
 
 
 def model_init_kwargs(config: RLTrainConfig, overrides: dict) -> dict:
     """How TRL loads the policy: in bf16 when training in bf16 (TRL's own default is fp32, whatever the run's
-    precision), else fp32; ``grpo.model_init_kwargs`` adds to (or replaces) it."""
+    precision), else fp32; ``trl.model_init_kwargs`` adds to (or replaces) it."""
     own = {"dtype": "bfloat16" if config.bf16 else "float32"}
     given = overrides.get("model_init_kwargs") or {}
     if isinstance(given, str):
@@ -123,7 +123,7 @@ def model_init_kwargs(config: RLTrainConfig, overrides: dict) -> dict:
 
 
 def grpo_args(config: RLTrainConfig):
-    """TRL's ``GRPOConfig`` from the command's settings, then ``grpo``'s other fields."""
+    """TRL's ``GRPOConfig`` from the command's settings, then ``trl``'s other fields."""
     from trl import GRPOConfig
 
     overrides = grpo_overrides(config)
@@ -143,7 +143,7 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
 
     if config.threads:
         torch.set_num_threads(config.threads)
-    args = grpo_args(config)  # a bad grpo.* key is refused before any model loads
+    args = grpo_args(config)  # a bad trl.* key is refused before any model loads
     dataset = dataset if dataset is not None else build_dataset(config)
     reward = DarlingRewardFunction(
         config.num_generations,
@@ -217,8 +217,12 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
             f"{output}: already holds {found[-1].name}; pass --resume to continue, or another --output"
         )
     saved_file, now = output / SETTINGS_FILE, config.to_dict()
+    if (output / OLD_SETTINGS_FILE).exists() and not saved_file.exists():
+        warn_renamed("rl-train's settings file", OLD_SETTINGS_FILE, SETTINGS_FILE)
+        (output / OLD_SETTINGS_FILE).replace(saved_file)
     if found and saved_file.exists():
         saved = json.loads(saved_file.read_text())
+        saved = {RLTrainConfig.RENAMED_OPTIONS.get(key, key): value for key, value in saved.items()}  # a pre-0.2 run
         for key in sorted(set(now) - RESUME_MAY_CHANGE):
             if key in saved and saved[key] != now[key]:
                 raise UserInputError(

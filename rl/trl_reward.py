@@ -34,7 +34,7 @@ from darling.core.training_log import (
     WOULD_CHANGE,
 )
 from darling.rl.batch_reward import BatchReward, darling_rewards, math_quality
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 
 QualityFn = Callable[[Sequence[str], Sequence[str], dict[str, list[Any]]], list[float]]  # prompts, completions, columns
 
@@ -93,14 +93,14 @@ class DarlingRewardFunction:
         self,
         num_generations: int,
         scorer: Scorer | None,
-        config: DarlingConfig | None = None,
+        config: RewardConfig | None = None,
         quality: QualityFn = answer_quality,
         scale: str = "none",
-        term: DarlingConfig | None = None,
+        term: RewardConfig | None = None,
     ):
         self.num_generations = num_generations
         self.scorer = scorer
-        self.config = config or DarlingConfig()
+        self.config = config or RewardConfig()
         self.quality = quality
         self.scale = scale  # the trainer's scale_rewards: the term's effect is measured on its advantages
         self.term = term  # the GRPO baseline: the DARLING reward whose would-be effect is logged

@@ -27,7 +27,8 @@ from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.core.training_log import TRL_REWARD
 from darling.datagen.problems import load_problems
-from darling.rl.config import VERL_LOSS_AGG, RLTrainConfig
+from darling.rl.config import RLTrainConfig
+from darling.rl.verl_settings import VERL_LOSS_AGG, check_verl
 
 MANAGER = "darling.rl.verl_agent_loop.DarlingAgentLoopManager"
 DATA_FILE = "train.parquet"
@@ -73,7 +74,7 @@ def batch_shape(config: RLTrainConfig, gpus: int) -> tuple[int, int, int]:
 
 def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: int = 1) -> list[str]:
     """``main_ppo`` overrides (``key=value`` lines) for ``config`` on ``nodes`` x ``gpus`` GPUs."""
-    config.check_verl()
+    check_verl(config)
     prompts, mini, updates = batch_shape(config, gpus * nodes)
     lines = [
         f"data.train_files={train_file}",
@@ -94,8 +95,8 @@ def verl_overrides(config: RLTrainConfig, train_file: Path, gpus: int, nodes: in
         "actor_rollout_ref.rollout.name=vllm",
         f"actor_rollout_ref.rollout.n={config.num_generations}",
         f"actor_rollout_ref.rollout.temperature={config.temperature}",
-        f"actor_rollout_ref.rollout.gpu_memory_utilization={config.grpo.get('vllm_gpu_memory_utilization', 0.5)}",
-        f"actor_rollout_ref.rollout.tensor_model_parallel_size={config.grpo.get('vllm_tensor_parallel_size', 1)}",
+        f"actor_rollout_ref.rollout.gpu_memory_utilization={config.trl.get('vllm_gpu_memory_utilization', 0.5)}",
+        f"actor_rollout_ref.rollout.tensor_model_parallel_size={config.trl.get('vllm_tensor_parallel_size', 1)}",
         f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={config.per_device_train_batch_size}",
         "algorithm.adv_estimator=grpo",
         f"algorithm.norm_adv_by_std_in_grpo={config.scale_rewards == 'group'}",  # verl scales by the group's std

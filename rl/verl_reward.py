@@ -51,7 +51,7 @@ from darling.classifier.export import ClassifierExport
 from darling.classifier.scoring import load_scorer
 from darling.core.devices import resolve_device
 from darling.rl.batch_reward import darling_rewards, math_quality
-from darling.rl.reward import PARTITIONED, DarlingConfig
+from darling.rl.reward import PARTITIONED, RewardConfig
 
 _SCORERS: dict[tuple, Any] = {}  # one classifier per process: verl calls the reward every step
 
@@ -62,16 +62,16 @@ class VerlSettings:
     classifier_urls: tuple[str, ...] = ()
     threshold: float | None = None
     classifier_device: str | None = None  # in-process classifier: default this worker's accelerator
-    darling: DarlingConfig = field(default_factory=DarlingConfig)  # the reward's own settings, as rl-train's
+    darling: RewardConfig = field(default_factory=RewardConfig)  # the reward's own settings, as rl-train's
     num_generations: int | None = None
     val_num_generations: int = 1  # verl's default val_kwargs.n
     group_key: str = "index"
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> VerlSettings:
-        """Flat settings (verl's reward kwargs, ``+darling.KEY=VALUE``): the reward's own (``DarlingConfig``'s
+        """Flat settings (verl's reward kwargs, ``+darling.KEY=VALUE``): the reward's own (``RewardConfig``'s
         fields) go into ``darling``, the rest are where the classifier is and how groups are checked."""
-        reward = {f.name for f in fields(DarlingConfig)}
+        reward = {f.name for f in fields(RewardConfig)}
         known = ({f.name for f in fields(cls)} - {"darling"}) | reward
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -79,7 +79,7 @@ class VerlSettings:
         values = {k: v for k, v in kwargs.items() if k not in reward}
         urls = values.get("classifier_urls") or ()
         values["classifier_urls"] = (urls,) if isinstance(urls, str) else tuple(urls)
-        return cls(**values, darling=DarlingConfig(**{k: v for k, v in kwargs.items() if k in reward}))
+        return cls(**values, darling=RewardConfig(**{k: v for k, v in kwargs.items() if k in reward}))
 
     @classmethod
     def from_config(cls, config: Any) -> VerlSettings:
@@ -103,7 +103,7 @@ class VerlSettings:
             raise ValueError(f"darling.*: {error}") from None
 
     def __post_init__(self) -> None:
-        self.darling.check_learning_signal()  # DarlingConfig's checks: fail when verl builds the reward, not mid-run
+        self.darling.check_learning_signal()  # RewardConfig's checks: fail when verl builds the reward, not mid-run
 
     def group_sizes(self, validate: bool | None) -> tuple[int, ...]:
         """Allowed responses per group: none checked without ``num_generations``; ``validate=None``: unknown."""

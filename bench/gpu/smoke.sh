@@ -298,9 +298,9 @@ EOF
 }
 
 rl_args() {
-    # The paper-math preset's reward settings at paper-math-tiny's sizes (tiny Qwen3 policy, 8 arithmetic problems,
+    # The paper-math preset's reward settings at paper-tiny's sizes (tiny Qwen3 policy, 8 arithmetic problems,
     # 2 optimiser steps), the classifier in process on this rank's device (cuda:LOCAL_RANK on the GPU machine).
-    echo "rl-train --preset paper-math-tiny $RL_FLAGS --classifier $WORK/clf --max-steps 2 --seed 0"
+    echo "rl-train --preset paper-tiny $RL_FLAGS --classifier $WORK/clf --max-steps 2 --seed 0"
 }
 
 step_rl() {

@@ -10,13 +10,21 @@ from typing import Any
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.config import EVAL_QUALITY, CompareConfig
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.measured_figures import MEASURED_FIGURES
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, NOVELTY_TRAIN, held_out_settings
-from darling.pipeline.stages.rl import BASE, DARLING, GRPO, arm_policy, rl_step, run_folders, training_prompts
+from darling.pipeline.stages.rl import (
+    BASE_POLICY,
+    DARLING_POLICY,
+    GRPO_POLICY,
+    arm_policy,
+    rl_step,
+    run_folders,
+    training_prompts,
+)
 from darling.pipeline.steps import Step, shown, table_values
-from darling.pipeline.studies import STUDIES
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
 ARMS_TABLE = "arms.md"  # RUN/arms.md (--seeds with other arms): every pair's pooled figures in one table
@@ -26,9 +34,9 @@ ARM_TABLE_METRICS = ("novelty/distinct_answers", "novelty/distinct", "novelty/qu
 def compared_pairs(c: PipelineConfig) -> list[tuple[str, str]]:
     """The differences ``compare/`` tables, as (A, B) for A - B: DARLING against GRPO (with grpo_baseline) and the
     base policy, GRPO against the base policy, then each other arm against GRPO and DARLING against it."""
-    names = [DARLING, *([GRPO] if c.grpo_baseline else []), BASE]
+    names = [DARLING_POLICY, *([GRPO_POLICY] if c.grpo_baseline else []), BASE_POLICY]
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    return pairs + [pair for m in c.arms for pair in ((arm_policy(m), GRPO), (DARLING, arm_policy(m)))]
+    return pairs + [pair for m in c.arms for pair in ((arm_policy(m), GRPO_POLICY), (DARLING_POLICY, arm_policy(m)))]
 
 
 def study_folders(c: PipelineConfig) -> dict[str, tuple[str, str]]:
@@ -36,9 +44,11 @@ def study_folders(c: PipelineConfig) -> dict[str, tuple[str, str]]:
     pair it pools). ``study/`` pools DARLING minus GRPO; each other arm adds ``study-<arm>-vs-grpo/`` and
     ``study-darling-vs-<arm>/`` (``study-train...`` on the training prompts)."""
     compared = {"study": COMPARE.name, **({"study-train": COMPARE_TRAIN} if c.evaluate_training_prompts else {})}
-    pairs = {"": (DARLING, GRPO)}
+    pairs = {"": (DARLING_POLICY, GRPO_POLICY)}
     for m in c.arms:
-        pairs.update({f"-{m}-vs-grpo": (arm_policy(m), GRPO), f"-darling-vs-{m}": (DARLING, arm_policy(m))})
+        pairs.update(
+            {f"-{m}-vs-grpo": (arm_policy(m), GRPO_POLICY), f"-darling-vs-{m}": (DARLING_POLICY, arm_policy(m))}
+        )
     return {
         f"{study}{suffix}": (folder, f"{a} - {b}")
         for study, folder in compared.items()
@@ -59,7 +69,7 @@ def _compare_step(plan: Plan, train: bool) -> Step:
     c = plan.config
     rl = rl_step(plan).config
     runs = run_folders(plan)
-    names = [*runs, BASE]
+    names = [*runs, BASE_POLICY]
     quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
     folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE.name, EVAL_NOVELTY.name)
     with_math = c.evaluate_math and not train
@@ -95,8 +105,8 @@ def compare_summary(plan: Plan) -> dict[str, Any]:
 
 
 def one_seed_sentence() -> str:
-    """What one seed's held-out interval cannot say, with the multi-seed studies that can (pipeline/studies.py)."""
-    studies = "; ".join(study.sentence() for study in STUDIES)
+    """What one seed's held-out interval cannot say, with the multi-seed studies that can (``MEASURED_FIGURES``)."""
+    studies = "; ".join(study.sentence() for study in MEASURED_FIGURES)
     return (
         "One seed: every interval here covers prompts, not runs, so it cannot say whether another seed would agree. "
         f"Measured over seeds: {studies}. Run `darling pipeline --seeds` for a pooled interval."

@@ -9,7 +9,7 @@ from darling.core.numbers import fmt
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.script import Block, engine_where
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.stages.rl import BASE, DARLING, GRPO, policies
+from darling.pipeline.stages.rl import BASE_POLICY, DARLING_POLICY, GRPO_POLICY, policies
 from darling.pipeline.steps import Step, shown, stage_config, threads
 
 
@@ -24,7 +24,7 @@ def _eval_creative_step(plan: Plan) -> Step:
         "output": EVAL_CREATIVE.folder(c.run),
         "model": [f"{name}={model}" for name, model in policies(plan).items()],
         "seed": c.seed,
-        "versus": f"{DARLING}:{GRPO if c.grpo_baseline else BASE}",
+        "versus": f"{DARLING_POLICY}:{GRPO_POLICY if c.grpo_baseline else BASE_POLICY}",
         **threads(c, CreativeConfig),
     }
     config = stage_config(c, "eval_creative", CreativeConfig, **wired)

@@ -20,18 +20,18 @@ from darling.pipeline.script import Block, side_by_side, start_in_background, st
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.steps import Step, block_threads, input_path, run_relative, shown, table_values
-from darling.rl.config import RewardServeConfig, RLTrainConfig
-from darling.rl.methods import DARLING as DARLING_METHOD
-from darling.rl.methods import GRPO as GRPO_METHOD
-from darling.rl.methods import METHODS, arm_settings
+from darling.rl.config import SETTINGS_FILE, RLTrainConfig
+from darling.rl.methods import DARLING, GRPO, METHODS, arm_settings
+from darling.rl.serve_config import RewardServeConfig
 
+ENGINE_NAMES = {"trl": "TRL GRPOTrainer", "verl": "verl main_ppo"}  # rl_engine -> what trains, in the report
 GRPO_RUN = "rl-grpo"  # RUN/rl-grpo/: the GRPO baseline
 WARMUP = "rl-warmup"  # RUN/rl-warmup/: the GRPO warm-up both runs start from
 SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl/
 REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in rl/ and eval-novelty/
 ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
 # The policies the evaluations compare, each in eval-math/<name>/ and eval-novelty/<name>/.
-BASE, DARLING, GRPO = "base", "darling-rl", "grpo-rl"
+BASE_POLICY, DARLING_POLICY, GRPO_POLICY = "base", "darling-rl", "grpo-rl"
 
 
 def arm_folder(method: str) -> str:
@@ -97,7 +97,7 @@ def warmup_step(plan: Plan) -> Step | None:
         return None
     threads = block_threads(c)  # alone in the block: the cores the runs would share
     own = table_values(c, "rl_warmup")
-    return plan.once((WARMUP,), lambda: _rl_run(plan, WARMUP, method=GRPO_METHOD.name, own=own, threads=threads))
+    return plan.once((WARMUP,), lambda: _rl_run(plan, WARMUP, method=GRPO.name, own=own, threads=threads))
 
 
 def rl_step(plan: Plan, grpo: bool = False) -> Step:
@@ -107,7 +107,7 @@ def rl_step(plan: Plan, grpo: bool = False) -> Step:
     c = plan.config
     own = table_values(c, "rl_grpo") if grpo else {}
     start = {"policy": str(c.run / WARMUP / "final")} if c.rl_warmup else {}
-    folder, method = (GRPO_RUN, GRPO_METHOD.name) if grpo else (RL.name, DARLING_METHOD.name)
+    folder, method = (GRPO_RUN, GRPO.name) if grpo else (RL.name, DARLING.name)
     return plan.once((folder,), lambda: _rl_run(plan, folder, method, {**own, **start}, c.threads))
 
 
@@ -169,14 +169,17 @@ def policies(plan: Plan) -> dict[str, str]:
     """Before RL, after DARLING, after GRPO (with grpo_baseline) and after each other arm: name -> model (hub
     name, alias or path)."""
     c = plan.config
-    return {BASE: rl_step(plan).config.policy, **{n: str(c.run / f / "final") for n, f in run_folders(plan).items()}}
+    return {
+        BASE_POLICY: rl_step(plan).config.policy,
+        **{n: str(c.run / f / "final") for n, f in run_folders(plan).items()},
+    }
 
 
 def run_folders(plan: Plan) -> dict[str, str]:
     """The trained policies' run folders (their training logs), by policy name: DARLING, GRPO, the other arms."""
     c = plan.config
-    grpo = {GRPO: GRPO_RUN} if c.grpo_baseline else {}
-    return {DARLING: RL.name, **grpo, **{arm_policy(m): arm_folder(m) for m in c.arms}}
+    grpo = {GRPO_POLICY: GRPO_RUN} if c.grpo_baseline else {}
+    return {DARLING_POLICY: RL.name, **grpo, **{arm_policy(m): arm_folder(m) for m in c.arms}}
 
 
 def training_prompts(plan: Plan) -> dict[str, Any]:
@@ -197,7 +200,7 @@ def trl_server_lines(c: PipelineConfig, run: Step) -> list[str]:
     it. A server per run: it holds the weights of the run it serves."""
     cfg = run.config
     env = f"CUDA_VISIBLE_DEVICES={c.trl_vllm_gpus} " if c.trl_vllm_gpus else ""
-    tp = str((cfg.grpo or {}).get("vllm_tensor_parallel_size", 1))
+    tp = str((cfg.trl or {}).get("vllm_tensor_parallel_size", 1))
     words = ["trl", "vllm-serve", "--model", cfg.policy, "--host", cfg.vllm_server_host]
     words += ["--port", str(cfg.vllm_server_port), "--tensor-parallel-size", tp]
     return [f'{env}{shlex.join(words)} > "$RUN/logs/trl-vllm-{run.name}.log" 2>&1 &', "TRL_VLLM=$!"]
@@ -207,9 +210,9 @@ def _where(plan: Plan, runs: list[Step], warmup: Step | None) -> str:
     c = plan.config
     cfg = (warmup or runs[0]).config
     engine = (
-        f"verl main_ppo on {c.rl_processes} GPU(s) per run"
+        f"{ENGINE_NAMES['verl']} on {c.rl_processes} GPU(s) per run"
         if c.rl_engine == "verl"
-        else f"TRL GRPOTrainer, {c.rl_processes} process(es) per run"
+        else f"{ENGINE_NAMES['trl']}, {c.rl_processes} process(es) per run"
         + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
     )
     return (
@@ -317,7 +320,8 @@ def rl_summary(plan: Plan) -> dict[str, Any]:
     for method in c.arms:
         runs[method] = run_summary(arm_step(plan, method), f"{method}: {METHODS[method].about}")
     side_by_side = c.jobs > 1 and len(runs) - ("warmup" in runs) > 1
-    return {"runs": runs, "side_by_side": side_by_side, "served_classifier": c.serve_classifier}
+    summary = {"runs": runs, "side_by_side": side_by_side, "served_classifier": c.serve_classifier}
+    return {**summary, "engine": c.rl_engine}
 
 
 # -- section -------------------------------------------------------------------------------------------------------
@@ -354,7 +358,7 @@ def run_section(s: dict[str, Any], folder: str) -> list[str]:
     lines += [
         "",
         f"Per-step log: [`{folder}/log_history.json`]({folder}/log_history.json); settings: "
-        f"[`{folder}/darling-rl.json`]({folder}/darling-rl.json); policy: [`{folder}/final/`]({folder}/final/).",
+        f"[`{folder}/{SETTINGS_FILE}`]({folder}/{SETTINGS_FILE}); policy: [`{folder}/final/`]({folder}/final/).",
         "",
     ]
     return lines
@@ -364,7 +368,8 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     """Both RL runs. Distinct per group is measured by the classifier in both; only DARLING's reward uses it."""
     how = "side by side (one process each)" if s.get("side_by_side") else "one after the other"
     served = "served by `serve-classifier` replicas" if s.get("served_classifier") else "in each training process"
-    lines = [f"TRL GRPOTrainer; the runs trained {how}, the classifier {served}.", ""]
+    trainer = ENGINE_NAMES[s.get("engine", "trl")]  # a summary written before 0.2 has no engine: TRL was the only one
+    lines = [f"{trainer}; the runs trained {how}, the classifier {served}.", ""]
     folders = {"warmup": WARMUP, "darling": RL.name, "grpo": GRPO_RUN}
     for key, run in s["runs"].items():  # in training order: the warm-up, DARLING, GRPO, the other arms
         lines += run_section(run, folders.get(key) or arm_folder(key))

@@ -12,7 +12,8 @@ from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import ClassifierEvalConfig, MathEvalConfig, NoveltyConfig
-from darling.rl.config import RewardServeConfig, RLTrainConfig
+from darling.rl.config import RLTrainConfig
+from darling.rl.serve_config import RewardServeConfig
 
 CONFIGS = [ClassifierTrainConfig, RLTrainConfig, ServeConfig, RewardServeConfig]  # every command's settings dataclass
 CONFIGS += [RolloutConfig, PairConfig, JudgeConfig, MathEvalConfig, NoveltyConfig, ClassifierEvalConfig]

@@ -85,14 +85,14 @@ def test_trl_log_keys_are_read_through_the_metric_table():
 
 
 def test_the_rewards_settings_are_declared_by_its_config():
-    """norm, correct_only, floor and passk_k are DarlingConfig's fields; rl-train's flags of the same names read their
+    """norm, correct_only, floor and passk_k are RewardConfig's fields; rl-train's flags of the same names read their
     defaults from it (no literal default in rl/config.py), and darling_term() hands them back unchanged."""
     from darling.rl.config import RLTrainConfig
-    from darling.rl.reward import DarlingConfig
+    from darling.rl.reward import RewardConfig
 
-    reward = [f.name for f in dataclasses.fields(DarlingConfig) if f.name != "combine"]
+    reward = [f.name for f in dataclasses.fields(RewardConfig) if f.name != "combine"]
     train = {f.name: f.default for f in dataclasses.fields(RLTrainConfig)}
-    assert all(train[name] == getattr(DarlingConfig(), name) for name in reward)
+    assert all(train[name] == getattr(RewardConfig(), name) for name in reward)
     source = (ROOT / "rl" / "config.py").read_text()
     literal = [
         node.target.id

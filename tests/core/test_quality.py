@@ -18,7 +18,7 @@ from darling.core.quality import (
 )
 from darling.datagen.problems import load_problems
 from darling.rl.batch_reward import darling_rewards
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 
 FRUIT = "Name a fruit. Answer with the name only."
 
@@ -58,9 +58,9 @@ def test_grpo_with_a_scorer_counts_classes_but_rewards_quality_only():
         return [a == b for a, b in pairs]
 
     groups, quality = [["Paris", "Paris", "Rome", "Oslo"]], [[1.0, 0.5, 1.0, 0.0]]
-    grpo = darling_rewards(groups, quality, same_if_equal, DarlingConfig(combine="quality"))
+    grpo = darling_rewards(groups, quality, same_if_equal, RewardConfig(combine="quality"))
     assert grpo.rewards == quality and grpo.distinct == [3] and calls  # measured, not rewarded
-    darling = darling_rewards(groups, quality, same_if_equal, DarlingConfig())
+    darling = darling_rewards(groups, quality, same_if_equal, RewardConfig())
     assert darling.distinct == [3] and darling.rewards[0][0] < 1.0 == darling.rewards[0][2]  # duplicates pay
 
 

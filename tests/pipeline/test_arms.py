@@ -98,7 +98,7 @@ def test_three_arms_train_evaluate_and_compare_through_the_chain_at_tiny_size(tm
     assert {n: r["status"] for n, r in records.items()} == {n: "done" for n in STAGE_NAMES if n in records}
     logs = {}
     for arm in ("darling-ngram", "darling-add", "entropy"):
-        settings = json.loads((run / f"rl-{arm}" / "darling-rl.json").read_text())
+        settings = json.loads((run / f"rl-{arm}" / "rl-settings.json").read_text())
         assert settings["method"] == arm and settings["policy"] == str(run / "rl-warmup" / "final"), arm
         assert (run / f"rl-{arm}" / "final" / "model.safetensors").exists(), arm
         logs[arm] = [h for h in json.loads((run / f"rl-{arm}" / "log_history.json").read_text()) if "reward" in h]

@@ -169,7 +169,7 @@ def test_paper_tiny_runs_papers_commands_with_only_values_changed(tmp_path):
     )
     # strategy: Lightning's FSDP runs on CUDA only, so the CPU's 2 processes use DDP
     assert {k for k, _ in changed} <= {"backbone", "log_every_n_steps", "strategy", *sizes}
-    rl_paper, rl_tiny = RLTrainConfig.preset_values("paper-math"), RLTrainConfig.preset_values("paper-math-tiny")
+    rl_paper, rl_tiny = RLTrainConfig.preset_values("paper-math"), RLTrainConfig.preset_values("paper-tiny")
     rl_changed = {k for k in rl_tiny if rl_tiny[k] != rl_paper.get(k)}
     rl_sizes = {"limit", "max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps"}
     hardware = {"use_vllm", "use_cpu", "bf16", "threads"}  # TRL's vLLM moves weights over NCCL: GPUs only

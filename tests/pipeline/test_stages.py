@@ -143,3 +143,12 @@ def test_eval_novelty_splits_the_policies_so_the_jobs_slots_stay_busy(tmp_path, 
     assert max(work) <= max(48, (3 * 24 + 3 * 48) / jobs + 24)  # no command far over a slot's share
     outputs = {(p.parent.name, p.name) for step in eval_novelty_steps(plan) for _, p in step.config.model_folders()}
     assert outputs == {(folder, name) for folder in chunks for name in policies}
+
+
+def test_the_rl_section_names_the_engine_that_trained():
+    """Under --engine verl the report said "TRL GRPOTrainer" (issue 50): it names the engine the summary records."""
+    from darling.pipeline.stages.rl import rl_section
+
+    for engine, trainer in (("trl", "TRL GRPOTrainer;"), ("verl", "verl main_ppo;")):
+        summary = {"runs": {}, "side_by_side": False, "served_classifier": False, "engine": engine}
+        assert rl_section(summary)[0].startswith(trainer)

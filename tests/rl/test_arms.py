@@ -74,7 +74,7 @@ def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_expor
     refused = {
         ("--method", "darling-add"): "needs --classifier",
         ("--method", "grpo", "--entropy-coef", "0.1"): "--entropy-coef is the entropy method's",
-        ("--method", "grpo", "--set", "grpo.use_adaptive_entropy=true"): "grpo.use_adaptive_entropy is the entropy",
+        ("--method", "grpo", "--set", "trl.use_adaptive_entropy=true"): "trl.use_adaptive_entropy is the entropy",
         ("--method", "entropy"): "needs --entropy-coef > 0",
         ("--method", "passk", "--passk-k", "9"): "passk_k must be in [1, num_generations = 8]",
         ("--method", "passk", "--scale-rewards", "group"): "scale_rewards must be none",

@@ -13,7 +13,7 @@ from helpers import assert_one_line_error, darling, darling_in_process, vllm_pyt
 
 from darling.core.reward_model import RewardModel, RewardServerError, ServedRewardModel, sigmoid_quality
 from darling.core.vllm_server import CPU_SERVER_ARGS, VLLMServer, cpu_server_env, free_port
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 from darling.rl.trl_reward import DarlingRewardFunction, RewardModelQuality
 
 pytestmark = pytest.mark.vllm
@@ -79,7 +79,7 @@ def test_served_scores_equal_in_process_across_replicas(reward_server, local):
     assert len(got) == len(prompts) and diff < 1e-4
     assert max(want) - min(want) > 0.5  # raw scores, spread over units: no sigmoid squashed them into (0, 1)
     quality = RewardModelQuality(TINY, urls=[reward_server.base_url])
-    reward = DarlingRewardFunction(1, None, DarlingConfig(combine="quality"), quality)  # groups of one
+    reward = DarlingRewardFunction(1, None, RewardConfig(combine="quality"), quality)  # groups of one
     assert reward(prompts, responses) == pytest.approx(sigmoid_quality(want), abs=1e-5)
 
 
@@ -96,7 +96,7 @@ def test_no_replica_no_reward(reward_server):
     refuses (an input longer than its --max-model-len, a real fault) raises too, at once: not retried elsewhere."""
     prompts, responses = pairs()
     quality = RewardModelQuality(TINY, urls=[dead_url(), dead_url()], **FAST)
-    reward = DarlingRewardFunction(2, None, DarlingConfig(combine="quality"), quality)
+    reward = DarlingRewardFunction(2, None, RewardConfig(combine="quality"), quality)
     with pytest.raises(RewardServerError, match=r"no replica answered \(2 tried\).*ConnectError"):
         reward([prompts[0]] * 2, responses[:2])
     assert reward.last is None

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from darling.classifier.partition import partition_groups
 from darling.rl.batch_reward import darling_rewards
-from darling.rl.reward import DarlingConfig, diversity, group_advantages
+from darling.rl.reward import RewardConfig, diversity, group_advantages
 
 
 def test_paper_worked_example_four_jokes_two_equivalent():
@@ -34,12 +34,12 @@ def test_darling_reward_multiplies_quality_and_diversity_and_centres_without_std
 def test_correct_only_partitions_correct_responses_and_gives_the_rest_the_floor():
     texts = ["a", "a'", "wrong", "b"]
     same = equivalence_of({("a", "a'"): True, ("a", "wrong"): True, ("a'", "wrong"): True})
-    cfg = DarlingConfig(correct_only=True)
+    cfg = RewardConfig(correct_only=True)
     result = darling_rewards([texts], [[1.0, 1.0, 0.0, 1.0]], same, cfg)
     # Among the 3 correct: {a, a'} and {b}: (3-2)/2 = 0.5, 0.5, (3-1)/2 = 1; "wrong" never reaches the classifier.
     assert result.diversity[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])
     assert result.rewards[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])
-    floored = darling_rewards([texts], [[1.0, 1.0, 0.0, 1.0]], same, DarlingConfig(correct_only=True, floor=0.1))
+    floored = darling_rewards([texts], [[1.0, 1.0, 0.0, 1.0]], same, RewardConfig(correct_only=True, floor=0.1))
     assert floored.diversity[0] == pytest.approx([0.5, 0.5, 0.1, 1.0])
     assert floored.rewards[0] == pytest.approx([0.5, 0.5, 0.0, 1.0])  # incorrect: quality 0 times the floor
 
@@ -50,7 +50,7 @@ def test_correct_only_lone_correct_answer_is_maximally_distinct():
     texts = [f"response {i}" for i in range(8)]
     quality = [[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]
     never_called = equivalence_of({})
-    result = darling_rewards([texts], quality, never_called, DarlingConfig(correct_only=True))
+    result = darling_rewards([texts], quality, never_called, RewardConfig(correct_only=True))
     assert result.diversity[0] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert result.rewards[0] == [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert result.advantages[0][3] == pytest.approx(7 / 8) and result.advantages[0][0] == pytest.approx(-1 / 8)
@@ -61,14 +61,14 @@ def test_correct_only_lone_correct_answer_is_maximally_distinct():
 def test_correct_only_two_correct_answers(equivalent, expected):
     texts = ["x = 2 by factoring", "wrong", "x = 2 by the formula", "wrong too"]
     same = equivalence_of({("x = 2 by factoring", "x = 2 by the formula"): equivalent})
-    result = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, DarlingConfig(correct_only=True))
+    result = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, RewardConfig(correct_only=True))
     assert result.diversity[0] == pytest.approx([expected, 0.0, expected, 0.0])
     assert result.rewards[0] == pytest.approx([expected, 0.0, expected, 0.0])
     assert result.distinct == [1 if equivalent else 2]
     # Two correct answers of one strategy score 0, as the wrong ones do: the group's correctness signal is lost,
     # and said so; the official math runs' floor keeps it (correct 0.1, wrong 0).
     assert result.groups_without_signal == (1 if equivalent else 0)
-    floored = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, DarlingConfig(correct_only=True, floor=0.1))
+    floored = darling_rewards([texts], [[1.0, 0.0, 1.0, 0.0]], same, RewardConfig(correct_only=True, floor=0.1))
     assert floored.groups_without_signal == 0 and floored.rewards[0][0] > floored.rewards[0][1]
 
 
@@ -97,27 +97,27 @@ def test_correct_only_without_a_floor_is_refused_where_users_set_it(tmp_path):
 def test_a_group_of_one_has_diversity_one_under_every_norm():
     assert diversity([0]) == [1.0]
     for norm in ("identity", "minmax"):
-        result = darling_rewards([["only"]], [[0.5]], equivalence_of({}), DarlingConfig(norm=norm))
+        result = darling_rewards([["only"]], [[0.5]], equivalence_of({}), RewardConfig(norm=norm))
         assert result.diversity == [[1.0]] and result.rewards == [[0.5]]
 
 
 def test_minmax_keeps_a_group_with_no_spread_as_it_is():
     all_different = darling_rewards(
-        [["a", "b", "c"]], [[1.0, 1.0, 1.0]], equivalence_of({}), DarlingConfig(norm="minmax")
+        [["a", "b", "c"]], [[1.0, 1.0, 1.0]], equivalence_of({}), RewardConfig(norm="minmax")
     )
     assert all_different.diversity == [[1.0, 1.0, 1.0]]
     same = equivalence_of({("a", "b"): True, ("a", "c"): True, ("b", "c"): True})
-    all_same = darling_rewards([["a", "b", "c"]], [[1.0, 1.0, 1.0]], same, DarlingConfig(norm="minmax"))
+    all_same = darling_rewards([["a", "b", "c"]], [[1.0, 1.0, 1.0]], same, RewardConfig(norm="minmax"))
     assert all_same.diversity == [[0.0, 0.0, 0.0]]
 
 
 def test_ablations_additive_and_quality_only():
     texts, quality = ["x", "x", "y"], [[1.0, 0.0, 1.0]]
     same = equivalence_of({("x", "x"): True})
-    assert darling_rewards([texts], quality, same, DarlingConfig(combine="add")).rewards[0] == pytest.approx(
+    assert darling_rewards([texts], quality, same, RewardConfig(combine="add")).rewards[0] == pytest.approx(
         [1.5, 0.5, 2.0]
     )
-    baseline = darling_rewards([texts], quality, None, DarlingConfig(combine="quality"))
+    baseline = darling_rewards([texts], quality, None, RewardConfig(combine="quality"))
     assert baseline.rewards[0] == [1.0, 0.0, 1.0] and baseline.stats.pairs_decided == 0
 
 
@@ -191,7 +191,7 @@ def test_reward_model_quality_scores_prompt_and_completion(tmp_path, minilm_path
     AutoTokenizer.from_pretrained(minilm_path).save_pretrained(rm_dir)
     prompts = [[{"role": "user", "content": "Tell me a joke."}]] * 2 + [[{"role": "user", "content": "A poem?"}]] * 2
     completions = ["Why did the cat sit?", "Knock knock.", "Roses are red.", "The sea, the sea."]
-    reward = DarlingRewardFunction(2, None, DarlingConfig(combine="quality"), RewardModelQuality(str(rm_dir)))
+    reward = DarlingRewardFunction(2, None, RewardConfig(combine="quality"), RewardModelQuality(str(rm_dir)))
     got = reward(prompts, completions)
     raw = RewardModel(str(rm_dir)).scores(["Tell me a joke."] * 2 + ["A poem?"] * 2, completions)
     assert got == pytest.approx(sigmoid_quality(raw), abs=1e-6)
@@ -213,10 +213,10 @@ def test_term_effect_counts_the_groups_whose_advantages_diversity_changed():
     assert effect.mean_abs_quality_advantage == pytest.approx((0 + 4 * 0.25) / 8)
     assert result.advantages[0] == pytest.approx([-1 / 6, -1 / 6, 1 / 6, 1 / 6]) and result.term_applied
 
-    baseline = darling_rewards(groups, quality, same, DarlingConfig(combine="quality"))
+    baseline = darling_rewards(groups, quality, same, RewardConfig(combine="quality"))
     assert baseline.rewards == quality and not baseline.term_applied
     assert baseline.effect == effect  # what DARLING's term would have done to the same groups
-    assert darling_rewards(groups, quality, None, DarlingConfig(combine="quality")).effect is None
+    assert darling_rewards(groups, quality, None, RewardConfig(combine="quality")).effect is None
 
 
 def test_batch_advantages_scale_as_trl_does():
@@ -247,7 +247,7 @@ def test_the_reward_function_logs_exactly_the_training_log_table():
     logged: dict[str, dict[str, float]] = {}
     for combine in ("multiply", "quality"):
         reward = DarlingRewardFunction(
-            4, same, DarlingConfig(combine=combine), lambda p, t, k: [1.0] * len(t), term=DarlingConfig()
+            4, same, RewardConfig(combine=combine), lambda p, t, k: [1.0] * len(t), term=RewardConfig()
         )
         logged[combine] = {}
         reward(prompts, completions, log_metric=lambda key, value, out=logged[combine]: out.__setitem__(key, value))

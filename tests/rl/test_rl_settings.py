@@ -92,17 +92,17 @@ def test_any_grpo_config_field_after_the_commands_own(tmp_path):
     more = {
         "output": tmp_path,
         "method": "grpo",
-        "grpo.epsilon_high": 0.28,
-        "grpo.model_init_kwargs": '{"dtype": "bfloat16"}',
+        "trl.epsilon_high": 0.28,
+        "trl.model_init_kwargs": '{"dtype": "bfloat16"}',
     }
     args = grpo_args(RLTrainConfig.build("cpu", overrides=more))
     assert args.epsilon_high == 0.28 and args.model_init_kwargs == {"dtype": "bfloat16"}
     with pytest.raises(
-        UserInputError, match="grpo.learning_rate: rl-train sets it from its own setting; use --learning-rate"
+        UserInputError, match="trl.learning_rate: rl-train sets it from its own setting; use --learning-rate"
     ):
-        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "grpo.learning_rate": 1})
-    with pytest.raises(UserInputError, match="grpo.epsilon_hihg: not a field of TRL"):
-        grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "grpo.epsilon_hihg": 1}))
+        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "trl.learning_rate": 1})
+    with pytest.raises(UserInputError, match="trl.epsilon_hihg: not a field of TRL"):
+        grpo_args(RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", "trl.epsilon_hihg": 1}))
     typo = darling(
         "rl-train",
         "--preset",
@@ -110,11 +110,11 @@ def test_any_grpo_config_field_after_the_commands_own(tmp_path):
         "--method",
         "grpo",
         "--set",
-        "grpo.epsilon_hihg=1",
+        "trl.epsilon_hihg=1",
         "--output",
         str(tmp_path / "x"),
     )
-    assert_one_line_error(typo, "grpo.epsilon_hihg: not a field of TRL")  # before any model loads
+    assert_one_line_error(typo, "trl.epsilon_hihg: not a field of TRL")  # before any model loads
     assert not (tmp_path / "x").exists()
 
 
@@ -124,13 +124,13 @@ DARLING_OWN = {
     "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
     "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "norm", "correct_only",
     "floor", "ngram_n", "ngram_threshold", "passk_k", "prune_checkpoints", "threads", "engine", "verl_gpus",
-    "verl_nodes", "dry_run", "grpo", "trainable_layers",
+    "verl_nodes", "dry_run", "trl", "trainable_layers",
 }  # fmt: skip
 
 
 def test_every_setting_reaches_trl_once_or_is_darlings_own(tmp_path):
     """One source per setting: a field marked for TRL reaches GRPOConfig under that name (grpo_args builds it from
-    the marks), a field named here never does, and no field is both or neither; `--set grpo.X` cannot set a TRL field
+    the marks), a field named here never does, and no field is both or neither; `--set trl.X` cannot set a TRL field
     a second time."""
     from dataclasses import fields
 
@@ -148,24 +148,24 @@ def test_every_setting_reaches_trl_once_or_is_darlings_own(tmp_path):
             want = config.gradient_accumulation_steps
         assert getattr(args, trl_name) == (want if name != "report_to" else []), trl_name  # "none": TRL's []
     for trl_name in to_trl:
-        with pytest.raises(UserInputError, match=f"grpo.{trl_name}: rl-train sets it from its own setting"):
-            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", f"grpo.{trl_name}": 1})
+        with pytest.raises(UserInputError, match=f"trl.{trl_name}: rl-train sets it from its own setting"):
+            RLTrainConfig.build("cpu", overrides={"output": tmp_path, "method": "grpo", f"trl.{trl_name}": 1})
 
 
 def test_the_darling_reward_settings_are_checked_once_for_rl_train_and_verl():
-    """correct_only with floor 0 and a floor out of range: refused by DarlingConfig, in both entry points' words."""
-    from darling.rl.reward import DarlingConfig
+    """correct_only with floor 0 and a floor out of range: refused by RewardConfig, in both entry points' words."""
+    from darling.rl.reward import RewardConfig
     from darling.rl.verl_reward import VerlSettings
 
     for bad, message in [({"correct_only": True}, "correct_only with floor 0"), ({"floor": 2.0}, "floor must be in")]:
         with pytest.raises(ValueError, match=message):
-            DarlingConfig(**bad).check_learning_signal()
+            RewardConfig(**bad).check_learning_signal()
         with pytest.raises(ValueError, match=message):
             VerlSettings.from_kwargs({"classifier": "clf", **bad})
         with pytest.raises(UserInputError, match=message):
             RLTrainConfig.build("cpu", overrides={"output": "x", "classifier": "clf", **bad})
-    DarlingConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed
-    DarlingConfig(correct_only=True)  # what the baseline measures DARLING's term with: it may hold them
+    RewardConfig(correct_only=True, combine="quality").check_learning_signal()  # the GRPO baseline: allowed
+    RewardConfig(correct_only=True)  # what the baseline measures DARLING's term with: it may hold them
     RLTrainConfig.build("cpu", overrides={"output": "x", "method": "grpo", "correct_only": True})
 
 

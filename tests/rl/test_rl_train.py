@@ -11,7 +11,7 @@ import torch
 from helpers import assert_one_line_error, darling, darling_in_process, write_jsonl
 
 from darling.core.errors import UserInputError
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 from darling.rl.train import RLTrainConfig, build_trainer, rl_train
 
 pytestmark = pytest.mark.slow
@@ -95,7 +95,7 @@ def test_reward_ablation_options_reach_the_reward(tmp_path):
             output=tmp_path, classifier=tmp_path, method="darling-add", norm="minmax", floor=0.1, correct_only=True
         ),
     )
-    assert config.reward() == DarlingConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
+    assert config.reward() == RewardConfig(combine="add", norm="minmax", floor=0.1, correct_only=True)
     baseline = RLTrainConfig.build("cpu", overrides=dict(output=tmp_path, method="grpo", norm="minmax"))
     assert baseline.reward().combine == "quality"
     bad = darling(

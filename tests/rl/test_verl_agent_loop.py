@@ -14,7 +14,7 @@ from helpers import SCRIPTS, limit
 from verl_agent_loop_cases import FAILING, QUESTIONS, TRAINING, VALIDATION
 
 from darling.rl.batch_reward import darling_rewards, math_quality
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 
 CACHE = Path.home() / ".cache/darling"
 VERL09 = Path(os.environ.get("DARLING_VERL09_DEPS", CACHE / "verl-0.9.1"))  # verl 0.9.1 and the deps it needs here
@@ -52,7 +52,7 @@ def expected(question: str, clf) -> dict[str, dict[str, float]]:
     """Per response text of the prompt's group: its DARLING reward, quality, diversity, distinct and advantage."""
     texts = TRAINING[question]
     quality = math_quality(texts, [QUESTIONS[question]] * len(texts))
-    result = darling_rewards([texts], [quality], clf, DarlingConfig())
+    result = darling_rewards([texts], [quality], clf, RewardConfig())
     mean = sum(result.rewards[0]) / len(texts)
     return {
         t: {"reward": r, "quality": q, "diversity": d, "distinct": float(result.distinct[0]), "advantage": r - mean}
@@ -155,7 +155,7 @@ def test_the_recipe_rl_train_writes_composes_with_verls_own_config(folders, tmp_
     darling_settings = values.pop("darling")
     assert darling_settings["classifier"] == str(minilm_bi_export.resolve())
     assert darling_settings["classifier_urls"] == ["http://127.0.0.1:8100", "http://127.0.0.1:8101"]
-    reward = darling_settings["darling"]  # the reward's own settings: rl-train's DarlingConfig, field for field
+    reward = darling_settings["darling"]  # the reward's own settings: rl-train's RewardConfig, field for field
     assert (reward["floor"], reward["combine"], reward["correct_only"]) == (
         0.1,
         "multiply",

@@ -30,7 +30,7 @@ def test_verl_metrics_become_log_history_and_a_resumed_run_keeps_the_earlier_ste
         (["--verl-gpus", "0"], "verl_gpus and verl_nodes must be >= 1"),
         (["--engine", "trl"], "--dry-run writes verl's command: it goes with --engine verl"),
         (
-            ["--method", "entropy", "--entropy-coef", "0.01", "--set", "grpo.use_adaptive_entropy=true"],
+            ["--method", "entropy", "--entropy-coef", "0.01", "--set", "trl.use_adaptive_entropy=true"],
             "the entropy arm takes a fixed --entropy-coef",
         ),
         (

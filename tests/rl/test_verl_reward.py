@@ -13,7 +13,7 @@ from helpers import SCRIPTS
 from verl_responses import OPTIONS, RESPONSES, VALIDATION
 
 from darling.rl.batch_reward import darling_rewards, math_quality
-from darling.rl.reward import DarlingConfig
+from darling.rl.reward import RewardConfig
 from darling.rl.verl_reward import VerlSettings, compute_score, group_rows, rows_to_score
 
 VERL_DEPS = Path(os.environ.get("DARLING_VERL_DEPS", Path.home() / ".cache/darling/verl-deps"))
@@ -104,7 +104,7 @@ def test_compute_score_quality_only_and_bad_settings():
         compute_score(["a"], ["x"], ["1"], [{"index": 0}], combine="quality", clasifier="typo")
     with pytest.raises(ValueError, match="norm must be one of"):
         VerlSettings.from_kwargs({"norm": "zscore"})
-    assert VerlSettings.from_kwargs({"norm": "minmax", "floor": 0.5, "combine": "add"}).darling == DarlingConfig(
+    assert VerlSettings.from_kwargs({"norm": "minmax", "floor": 0.5, "combine": "add"}).darling == RewardConfig(
         combine="add", norm="minmax", floor=0.5
     )
 
@@ -114,7 +114,7 @@ def regrouped(rows: list[list[int]], texts: list[list[str]]) -> list[list[str]]:
     return [[texts[g][j] for g2, j in rows if g2 == g] for g in range(len(texts))]
 
 
-def expected_rewards(rows: list[list[int]], texts: list[list[str]], clf, config: DarlingConfig) -> list[float]:
+def expected_rewards(rows: list[list[int]], texts: list[list[str]], clf, config: RewardConfig) -> list[float]:
     """``darling_rewards`` on the regrouped responses, put back at each row."""
     groups = regrouped(rows, texts)
     quality = [math_quality(group, [answer] * len(group)) for group, answer in zip(groups, ANSWERS, strict=True)]
@@ -135,8 +135,8 @@ def threshold_where_options_matter(clf) -> float:
     probs = sorted(set(float(p) for p in clf.prob_equivalent(pairs)), reverse=True)
     for high, low in zip(probs, probs[1:], strict=False):
         at = clf.with_threshold((high + low) / 2)
-        default = expected_rewards(rows, RESPONSES, at, DarlingConfig())
-        if all(expected_rewards(rows, RESPONSES, at, DarlingConfig(**kw)) != default for kw in OPTIONS.values()):
+        default = expected_rewards(rows, RESPONSES, at, RewardConfig())
+        if all(expected_rewards(rows, RESPONSES, at, RewardConfig(**kw)) != default for kw in OPTIONS.values()):
             return at.threshold
     pytest.fail(f"no threshold among {probs} splits the groups so that every option changes a reward")
 
@@ -170,23 +170,23 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
     assert sorted(map(tuple, rows)) == [(g, j) for g in range(2) for j in range(4)]
     assert result["contiguous"] is False
     # ... and every row still gets darling_rewards of its own prompt's responses
-    flat = expected_rewards(rows, RESPONSES, clf, DarlingConfig())
+    flat = expected_rewards(rows, RESPONSES, clf, RewardConfig())
     assert result["manager"] == "BatchRewardManager"
     assert result["batch_quality"] == [math_quality([RESPONSES[g][j]], [ANSWERS[g]])[0] for g, j in rows]
     assert result["batch_rewards"] == pytest.approx(flat, abs=1e-6)
     assert result["manager_rewards"] == pytest.approx(flat, abs=1e-6)  # DarlingRewardManager, grouped by uid
     groups = regrouped(rows, RESPONSES)
     quality = [math_quality(group, [a] * 4) for group, a in zip(groups, ANSWERS, strict=True)]
-    distinct = darling_rewards(groups, quality, clf, DarlingConfig()).distinct
+    distinct = darling_rewards(groups, quality, clf, RewardConfig()).distinct
     assert result["batch_distinct"] == [float(distinct[g]) for g, _ in rows]
     # norm, floor and combine given as reward kwargs each reach the reward
     for name, kw in OPTIONS.items():
-        assert result["options"][name] == pytest.approx(expected_rewards(rows, RESPONSES, clf, DarlingConfig(**kw)))
+        assert result["options"][name] == pytest.approx(expected_rewards(rows, RESPONSES, clf, RewardConfig(**kw)))
         assert result["options"][name] != pytest.approx(flat), name
 
     # validation with verl's default val_kwargs.n = 1, through the same reward kwargs (num_generations=4)
     assert result["val_rows"] == [[0, 0], [1, 0]]
-    assert result["val_rewards"] == [0.0, 1.0] == expected_rewards(result["val_rows"], VALIDATION, clf, DarlingConfig())
+    assert result["val_rewards"] == [0.0, 1.0] == expected_rewards(result["val_rows"], VALIDATION, clf, RewardConfig())
     assert result["val_diversity"] == [1.0, 1.0]
     assert result["val_manager_rewards"] == [0.0, 1.0]
 

@@ -1,11 +1,11 @@
-"""The multi-seed figures a one-seed report cites are defined once (pipeline/studies.py) and quoted by the doc they
-point to: a new study that changes one and not the other fails here."""
+"""The multi-seed figures a one-seed report cites are defined once (pipeline/measured_figures.py) and quoted by the
+doc they point to: a new study that changes one and not the other fails here."""
 
 import re
 from pathlib import Path
 
+from darling.pipeline.measured_figures import MEASURED_FIGURES
 from darling.pipeline.stages.compare import one_seed_sentence
-from darling.pipeline.studies import STUDIES
 
 DOC = Path(__file__).parents[2] / "docs" / "measurements.md"
 
@@ -22,12 +22,12 @@ def section(text: str, heading: str) -> str:
 
 def test_each_cited_study_is_in_the_section_it_names():
     text = DOC.read_text()
-    for study in STUDIES:
+    for study in MEASURED_FIGURES:
         assert study.figure in section(text, study.heading), study
 
 
 def test_the_one_seed_sentence_cites_every_study():
     sentence = one_seed_sentence()
     assert "covers prompts, not runs" in sentence
-    for study in STUDIES:
+    for study in MEASURED_FIGURES:
         assert study.figure in sentence and study.heading in sentence
