@@ -392,6 +392,22 @@ class PipelineConfig(CommandConfig):
         return flat
 
 
+def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
+    """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
+    a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
+    out: dict[str, Any] = {}
+    for name, value in saved.items():
+        table, dot, key = name.partition(".")
+        section = SECTIONS.get(table) if dot else None
+        if section is not None:
+            base, sub, rest = key.partition(".")
+            if key == "preset" and isinstance(value, str):
+                value = section.config.RENAMED_PRESETS.get(value, value)
+            name = f"{table}.{section.config.RENAMED_OPTIONS.get(base, base)}{sub}{rest}"
+        out[name] = value
+    return out
+
+
 def resolved(table: dict[str, Any], config: type[CommandConfig], key: str) -> Any:
     """``key`` as the stage's command will have it: the table's entry, else its preset's, else the field's default."""
     if key in table:

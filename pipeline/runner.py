@@ -27,7 +27,7 @@ from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import StudyConfig
 from darling.evals.study import render_pooled, study
-from darling.pipeline.config import PipelineConfig
+from darling.pipeline.config import PipelineConfig, renamed_identity
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
@@ -51,7 +51,7 @@ def check_identity(config: PipelineConfig) -> None:
     current = json.loads(json.dumps(config.identity(), default=str))
     if path.exists():
         try:
-            saved = json.loads(path.read_text())
+            saved = renamed_identity(json.loads(path.read_text()))
         except ValueError:
             raise UserInputError(f"{path}: not valid JSON; use a new --output") from None
         for name in [*dict.fromkeys([*saved, *current])]:  # preset first, then the fields in order

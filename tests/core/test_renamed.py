@@ -67,3 +67,19 @@ def test_the_reward_model_servers_settings_are_importable_where_they_were():
 
     with pytest.warns(FutureWarning, match="darling.rl.serve_config.RewardServeConfig"):
         assert config.RewardServeConfig is RewardServeConfig
+
+
+def test_a_pipeline_run_recorded_under_the_old_preset_name_resumes(tmp_path):
+    """RUN/run.json of a paper-tiny run made before 0.2 names rl preset paper-math-tiny: the rerun is the same run."""
+    from darling.pipeline import build_config
+    from darling.pipeline.runner import IDENTITY_FILE, check_identity
+
+    config = build_config("paper-tiny", tmp_path / "run")
+    check_identity(config)
+    recorded = json.loads((config.run / IDENTITY_FILE).read_text())
+    assert recorded["rl.preset"] == "paper-tiny"
+    (config.run / IDENTITY_FILE).write_text(json.dumps({**recorded, "rl.preset": "paper-math-tiny"}))
+    check_identity(config)  # refused before renamed_identity
+    (config.run / IDENTITY_FILE).write_text(json.dumps({**recorded, "rl.preset": "cpu"}))
+    with pytest.raises(UserInputError, match="rl.preset='cpu'"):
+        check_identity(config)  # another preset is still another run
