@@ -74,7 +74,7 @@ def item_pairs(data: list[tuple[str, list[str]]], cap: int, seed: int) -> list[L
         for label, pairs in by_label.items():
             for a, b in rng.sample(pairs, min(cap, len(pairs))):
                 pid = f"item:{len(out)}"
-                out.append(LabelledPair(prompt, a, b, label, pair_id=pid, extra={"category": category.name}))
+                out.append(LabelledPair(prompt, a, b, label, pair_id=pid, extra={"category": category.key}))
     return out
 
 

@@ -78,17 +78,14 @@ def novelty_lines(s: dict[str, Any], quality: str, max_words: int, strict: bool 
     first = next(iter(s["differences"].items()), None)
     if first:
         a, _, b = first[0].partition(" - ")
-        key = first[1]
-        items = (
-            f"{verdict('distinct items', key['distinct_items'], 'items per prompt', a, b)}; "
-            if "distinct_items" in columns and "distinct_items" in key
-            else ""
-        )
+        readings = [
+            verdict(m.verdict[0], first[1][m.name], m.verdict[1], a, b)
+            for m in PROMPT_METRICS
+            if m.verdict and m.name in columns and m.name in first[1]
+        ]
         lines += [
             "",
-            f"**What this shows ({first[0]}):** {verdict('distinct', key['distinct'], 'classes per prompt', a, b)}; "
-            f"{verdict('distinct answers', key['distinct_answers'], 'answers per prompt', a, b)}; {items}"
-            f"{verdict('quality', key['quality'], '', a, b)}. {s['prompts']} prompts: the intervals are wide.",
+            f"**What this shows ({first[0]}):** {'; '.join(readings)}. {s['prompts']} prompts: the intervals are wide.",
         ]
     return [*lines, ""]
 

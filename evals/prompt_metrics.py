@@ -36,6 +36,7 @@ class PromptMetric:
     definition: str  # one line under a comparison's table
     of: Callable[[PromptAnswers], float | None]  # None: the metric does not apply to this prompt
     independent: bool = True  # counted without the reward's classifier (a report says which counts are)
+    verdict: tuple[str, str] | None = None  # (its name, its unit) in a comparison's one-line reading; None: not in it
 
 
 def _distinct_items(a: PromptAnswers) -> float | None:
@@ -50,12 +51,14 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         "compared by word overlap, longer ones by the classifier)",
         lambda a: float(len(set(a.classes))),
         independent=False,
+        verdict=("distinct", "classes per prompt"),
     ),
     PromptMetric(
         "distinct_answers",
         "distinct answers (exact)",
         "different answers after lower-casing and dropping punctuation (no classifier)",
         lambda a: float(distinct_answers(a.texts)),
+        verdict=("distinct answers", "answers per prompt"),
     ),
     PromptMetric(
         "distinct_items",
@@ -63,6 +66,7 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         "different category members named, read off each answer by rule (item prompts only: items-train, "
         "items-heldout; no classifier)",
         _distinct_items,
+        verdict=("distinct items", "items per prompt"),
     ),
     PromptMetric(
         "utility",
@@ -71,7 +75,13 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         lambda a: float(a.utility),
         independent=False,
     ),
-    PromptMetric("quality", "quality", "eval novelty's quality, mean per prompt", lambda a: fmean(a.quality)),
+    PromptMetric(
+        "quality",
+        "quality",
+        "eval novelty's quality, mean per prompt",
+        lambda a: fmean(a.quality),
+        verdict=("quality", ""),
+    ),
 )
 PROMPT_METRIC_NAMES = tuple(m.name for m in PROMPT_METRICS)
 
