@@ -25,16 +25,15 @@ from typing import Any
 from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
-from darling.evals.config import StudyConfig
 from darling.evals.study import render_pooled, study
 from darling.pipeline.config import PipelineConfig, renamed_identity
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
-from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs
+from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs, write_study_script
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
-from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, study_folders
+from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, STUDY_SCRIPT, study_steps
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -191,6 +190,9 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
         one = replace(config, seed=seed, seeds=[], output=config.run / f"seed-{seed}")
         return run_pipeline(one, lambda line: log(tag + line), argv)
 
+    steps = study_steps(config)
+    config.run.mkdir(parents=True, exist_ok=True)
+    write_study_script(config, STUDY_SCRIPT, steps)
     with ThreadPoolExecutor(max_workers=config.seed_jobs) as pool:  # each seed's stages are processes of their own
         futures = {seed: pool.submit(one_seed, seed) for seed in config.seeds}
     errors = {seed: f.exception() for seed, f in futures.items() if f.exception() is not None}
@@ -203,20 +205,18 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     statuses = {r["status"] for r in results.values()}
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
-    studies = study_folders(config)
     pooled = {}
-    for folder, (compared, pair) in studies.items():
-        compare = [f"{seed}={config.run / f'seed-{seed}' / compared}" for seed in config.seeds]
-        result = study(StudyConfig(compare=compare, output=config.run / folder, pair=pair, seed=config.seed))
-        pooled[folder] = result
+    for step in steps:
+        result = study(step.config)
+        pooled[step.name] = result
         for metric, figures in result["metrics"].items():
             lo, hi = figures["pooled"]["interval"]
-            log(f"{folder}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+            log(f"{step.name}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
     if config.arms:  # one table of every pair, beside each pair's own study.md
         table = render_pooled(pooled, ARM_TABLE_METRICS)
         atomic_write_bytes(config.run / ARMS_TABLE, table.encode())
         log(f"every pair pooled: {config.run / ARMS_TABLE}")
-    report = config.run / next(iter(studies)) / "study.md"
+    report = config.run / steps[0].name / "study.md"
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 
 

@@ -139,6 +139,24 @@ def write_commands(config: PipelineConfig, stages: list[Block]) -> Path:
     return path
 
 
+def write_study_script(config: PipelineConfig, name: str, steps: list) -> Path:
+    """``RUN/<name>``: the study's ``eval study`` lines (``pipeline --seeds``' last step), run once every seed's
+    ``RUN/seed-S/commands.sh`` is done; written before the seeds run, so a dry run shows it too."""
+    seeds = ", ".join(map(str, config.seeds))
+    head = [
+        "#!/usr/bin/env bash",
+        f"# darling {__version__} pipeline, preset {config.preset}: the study over seeds {seeds}, after every",
+        "# RUN/seed-S/commands.sh is done. Each line pools one difference over the seeds (`darling eval study`).",
+    ]
+    text = "\n".join([*head, f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", "set -euo pipefail", ""])
+    data = (text + "\n".join(step.line(config.run) for step in steps) + "\n").encode()
+    path = config.run / name
+    if not path.exists() or path.read_bytes() != data:
+        atomic_write_bytes(path, data)
+        path.chmod(0o755)
+    return path
+
+
 # -- inputs ------------------------------------------------------------------------------------------------------
 def json_text(data: dict) -> str:
     return json.dumps(data, indent=2) + "\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
-from darling.evals.config import EVAL_QUALITY, CompareConfig
+from darling.evals.config import EVAL_QUALITY, CompareConfig, StudyConfig
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.measured_figures import MEASURED_FIGURES
 from darling.pipeline.script import Block
@@ -54,6 +54,21 @@ def study_folders(c: PipelineConfig) -> dict[str, tuple[str, str]]:
         for study, folder in compared.items()
         for suffix, (a, b) in pairs.items()
     }
+
+
+STUDY_SCRIPT = "study.sh"  # RUN/study.sh: the study's commands, after every seed's RUN/seed-S/commands.sh
+
+
+def study_steps(c: PipelineConfig) -> list[Step]:
+    """``pipeline --seeds``' last step, once every seed's chain is done: ``eval study`` per study folder, pooling that
+    pair over the seeds' comparisons (``study_folders``). The runner runs these configs and writes their lines to
+    ``RUN/study.sh``, so a study's commands are on record like a seed's."""
+    steps = []
+    for folder, (compared, pair) in study_folders(c).items():
+        compare = [f"{seed}={c.run / f'seed-{seed}' / compared}" for seed in c.seeds]
+        config = StudyConfig(compare=compare, output=c.run / folder, pair=pair, seed=c.seed)
+        steps.append(Step(folder, ("eval", "study"), config, explicit=("compare", "output", "pair", "seed")))
+    return steps
 
 
 def compare_steps(plan: Plan) -> list[Step]:

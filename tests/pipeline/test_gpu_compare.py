@@ -3,13 +3,18 @@ chain tests cover them), at the budget measured on one H100; here its dry run, a
 size on the CPU with two seeds side by side, through to the pooled studies on the training and held-out prompts."""
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from helpers import GPU_COMPARE_TIMEOUT, TINY_CHAIN, darling
 
 from darling.pipeline.stages import STAGE_NAMES
 
+BIN = Path(sys.executable).parent  # where `darling` is installed: study.sh calls it by name
 VERBS = re.compile(r"darling ((?:eval |datagen )?[a-z-]+)")
 
 
@@ -32,6 +37,9 @@ def test_gpu_compare_dry_run_writes_each_seeds_chain_of_the_cpu_commands(tmp_pat
         assert "--per-device-train-batch-size 64" in rl[0] and f"--seed {seed}" in rl[0]
         assert "--prompts naming-train --model" in script and '--output "$RUN/compare-train"' in script
     assert cpu.returncode == 0 and not (tmp_path / "study" / "study").exists()  # a dry run pools nothing
+    study = (tmp_path / "study" / "study.sh").read_text()  # the study is a step on record, even in a dry run
+    assert commands_of(study) == ["eval study"] * 2 and study.count("--compare ") == 12
+    assert '--output "$RUN/study-train" --pair' in study and '--compare "6=$RUN/seed-6/compare-train"' in study
 
 
 @pytest.mark.slow
@@ -69,6 +77,9 @@ def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_both_p
         pooled = json.loads((run / folder / "study.json").read_text())
         assert sorted(map(str, pooled["seeds"])) == ["1", "2"] and pooled["pair"] == pair, folder
         assert "novelty/distinct_answers" in pooled["metrics"], folder
+    written = {f: (run / f / "study.json").read_bytes() for f in ("study", "study-train-darling-vs-passk")}
+    rerun = subprocess.run(["bash", run / "study.sh"], env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert rerun.returncode == 0 and all((run / f / "study.json").read_bytes() == b for f, b in written.items())
     table = (run / "arms.md").read_text()  # every pair's pooled figures in one table
     assert all(
         f"| [{s}{x}]({s}{x}/study.md) | {p} |" in table for s in ("study", "study-train") for x, p in pairs.items()
