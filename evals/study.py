@@ -127,7 +127,8 @@ def term_lines(result: dict[str, Any]) -> list[str]:
 
 def render_pooled(studies: dict[str, dict[str, Any]], metrics: tuple[str, ...]) -> str:
     """Several studies' pooled differences in one table (``pipeline --seeds`` with other arms: ``RUN/arms.md``): a
-    row per study (its folder and pair), a column per metric."""
+    row per study (its folder and pair), a column per metric that any of them has."""
+    metrics = tuple(m for m in metrics if any(m in result["metrics"] for result in studies.values()))
     lines = [
         "# Every pair pooled over seeds",
         "",

@@ -9,6 +9,7 @@ from typing import Any
 
 from darling.evals.compare_report import math_lines, novelty_lines, term_lines
 from darling.evals.config import EVAL_QUALITY, CompareConfig, StudyConfig
+from darling.evals.prompt_metrics import PROMPT_METRICS
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.measured_figures import MEASURED_FIGURES
 from darling.pipeline.script import Block
@@ -28,7 +29,9 @@ from darling.pipeline.steps import Step, shown, table_values
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
 ARMS_TABLE = "arms.md"  # RUN/arms.md (--seeds with other arms): every pair's pooled figures in one table
-ARM_TABLE_METRICS = ("novelty/distinct_answers", "novelty/distinct", "novelty/quality", "novelty/utility")
+# RUN/arms.md's columns: every per-prompt metric of the comparison (``PROMPT_METRICS``), the classifier-free counts
+# first; a column no study has (the item count off the item prompts) is left out.
+ARM_TABLE_METRICS = tuple(f"novelty/{m.name}" for m in sorted(PROMPT_METRICS, key=lambda m: not m.independent))
 
 
 def compared_pairs(c: PipelineConfig) -> list[tuple[str, str]]:

@@ -66,3 +66,18 @@ def test_pipeline_seeds_writes_one_run_per_seed(tmp_path):
         assert f"--seed {seed}" in script and "rl-train" in script
     same = darling_in_process("pipeline", "--preset", "cpu", "--seeds", "1,1", "-o", tmp_path / "bad")
     assert_one_line_error(same, "at least two different seeds")
+
+
+def test_the_arms_table_has_a_column_per_metric_a_study_has():
+    """RUN/arms.md's columns come from the metric table: the item count shows where the studies have it (the item
+    prompts), and no empty column where none has (it was left out of the table, then shown empty everywhere)."""
+    from darling.evals.study import render_pooled
+    from darling.pipeline.stages.compare import ARM_TABLE_METRICS
+
+    pooled = {"mean": 0.5, "interval": [0.1, 0.9]}
+    items = {"metrics": {"novelty/distinct_items": {"pooled": pooled}, "novelty/distinct": {"pooled": pooled}}}
+    naming = {"metrics": {"novelty/distinct": {"pooled": pooled}}}
+    with_items = render_pooled({"study": {**items, "pair": "a - b"}}, ARM_TABLE_METRICS)
+    assert "novelty/distinct_items" in with_items.splitlines()[4]
+    without = render_pooled({"study": {**naming, "pair": "a - b"}}, ARM_TABLE_METRICS)
+    assert "distinct_items" not in without and "| study | pair | novelty/distinct |" in without
