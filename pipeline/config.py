@@ -1,8 +1,9 @@
 """The pipeline's settings: a few chain-level fields, and one table per stage holding that stage's own settings,
-the fields of its command's config (``[rl]`` takes ``RLTrainConfig``'s, ``[classifier]`` ``ClassifierTrainConfig``'s,
-...), with ``preset`` naming that command's preset. A value is set in one place: what the chain wires between
-stages (output folders, the classifier a stage reads, the seed, CPU threads) is the pipeline's and refused in a
-table. Presets are data files (``pipeline/presets/*.toml``); ``--set rl.max_steps=32`` sets one entry of a table.
+the fields of its command's config (``pipeline/tables.py``: ``[rl]`` takes ``RLTrainConfig``'s, ``[classifier]``
+``ClassifierTrainConfig``'s, ...), with ``preset`` naming that command's preset. A value is set in one place: what
+the chain wires between stages (output folders, the classifier a stage reads, the seed, CPU threads) is the
+pipeline's and refused in a table. Presets are data files (``pipeline/presets/*.toml``); ``--set rl.max_steps=32``
+sets one entry of a table.
 
 A table value ``"inputs:NAME"`` names a file the pipeline ships and writes to ``RUN/inputs/NAME`` (the compact
 judge prompt, the six toy novelty prompts). What defines a run's results (everything but where and how fast it
@@ -16,85 +17,21 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
-from darling.classifier.import_classifier import ImportConfig
-from darling.core.config import CommandConfig, coerce, option
-from darling.core.deprecation import warn_renamed
+from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
-from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
-from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
-from darling.evals.creative_config import CreativeConfig
-from darling.pipeline.resources import INPUT_FILES
-from darling.rl.config import RLTrainConfig
+from darling.pipeline.tables import SECTIONS, checked_table
 from darling.rl.methods import OTHER_ARMS
-from darling.rl.serve_config import RewardServeConfig
 
-INPUTS_PREFIX = "inputs:"
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
 # Not part of a run's identity: where it runs and how fast, not what it computes (a field's metadata; the identity
 # leaves out every field that carries it).
 NOT_IDENTITY = {"identity": False}
 
 
-@dataclass(frozen=True)
-class Section:
-    """One stage's table: the config class its keys are fields of, and the fields the pipeline sets itself."""
-
-    config: type[CommandConfig]
-    wired: tuple[str, ...]
-    extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
-    command: str = ""  # what the table configures, as `darling pipeline --help` names it
-
-
-_RL_WIRED = (
-    "output",
-    "classifier",
-    "classifier_urls",
-    "reward_model_urls",
-    "seed",
-    "threads",
-    "method",
-    "prune_checkpoints",
-    "engine",
-    "verl_gpus",
-    "verl_nodes",
-)
 # The --help panels of PipelineConfig, essentials first.
 CHAIN_PANEL = "The chain"
 RESOURCES_PANEL = "Processes and devices"
 CLUSTER_PANEL = "Clusters (--launcher slurm | ray)"
-SECTIONS: dict[str, Section] = {
-    "datagen": Section(
-        RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
-    ),
-    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs"),
-    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label"),
-    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
-    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
-    "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
-    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
-    "serve_reward": Section(
-        RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
-    ),
-    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",), "rl-train, both runs"),
-    "rl_grpo": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
-    "rl_arms": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
-    "rl_warmup": Section(
-        RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
-    ),
-    "eval_math": Section(
-        MathEvalConfig,
-        ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
-        command="eval math",
-    ),
-    "eval_novelty": Section(
-        NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls"), command="eval novelty"
-    ),
-    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"),
-    "compare": Section(
-        CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
-    ),
-}
 
 
 def table(help_text: str, meta: dict[str, Any] | None = None) -> Any:
@@ -352,9 +289,9 @@ class PipelineConfig(CommandConfig):
                 "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
                 "--set eval_creative.bench_dir=PATH"
             )
-        if resolved(self.rl, RLTrainConfig, "vllm_mode") == "server" and self.serve_classifier:
-            port = int(resolved(self.rl, RLTrainConfig, "vllm_server_port"))
-            first, replicas = (int(resolved(self.serve, ServeConfig, key)) for key in ("port", "replicas"))
+        if resolved(self.rl, SECTIONS["rl"].config, "vllm_mode") == "server" and self.serve_classifier:
+            port = int(resolved(self.rl, SECTIONS["rl"].config, "vllm_server_port"))
+            first, replicas = (int(resolved(self.serve, SECTIONS["serve"].config, key)) for key in ("port", "replicas"))
             if first <= port < first + replicas:
                 raise UserInputError(
                     f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
@@ -374,7 +311,7 @@ class PipelineConfig(CommandConfig):
 
     def rl_reward_model(self) -> str | None:
         """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""
-        value = resolved(self.rl, RLTrainConfig, "reward_model")
+        value = resolved(self.rl, SECTIONS["rl"].config, "reward_model")
         return str(value) if value else None
 
     def identity(self) -> dict[str, Any]:
@@ -392,22 +329,6 @@ class PipelineConfig(CommandConfig):
         return flat
 
 
-def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
-    """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
-    a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
-    out: dict[str, Any] = {}
-    for name, value in saved.items():
-        table, dot, key = name.partition(".")
-        section = SECTIONS.get(table) if dot else None
-        if section is not None:
-            base, sub, rest = key.partition(".")
-            if key == "preset" and isinstance(value, str):
-                value = section.config.RENAMED_PRESETS.get(value, value)
-            name = f"{table}.{section.config.RENAMED_OPTIONS.get(base, base)}{sub}{rest}"
-        out[name] = value
-    return out
-
-
 def resolved(table: dict[str, Any], config: type[CommandConfig], key: str) -> Any:
     """``key`` as the stage's command will have it: the table's entry, else its preset's, else the field's default."""
     if key in table:
@@ -415,47 +336,6 @@ def resolved(table: dict[str, Any], config: type[CommandConfig], key: str) -> An
     preset = table.get("preset")
     values = config.preset_values(preset) if preset else {}
     return values[key] if key in values else next(f.default for f in fields(config) if f.name == key)
-
-
-def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:
-    """A stage's table with every value read as its field's type; an unknown key, a key the pipeline sets, an
-    unknown stage preset or an unknown ``inputs:`` file is one line naming the table and the key."""
-
-    known = {f.name for f in fields(section.config)}
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        base, dot, rest = key.partition(".")
-        where = f"[{name}] {key}"
-        if base in section.config.RENAMED_OPTIONS:  # an old name, read as the new one until it goes
-            warn_renamed(f"{where}: option", base, section.config.RENAMED_OPTIONS[base])
-            base = section.config.RENAMED_OPTIONS[base]
-            key = base + dot + rest
-        if base in section.wired:
-            raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
-        if key == "preset" and "preset" in section.extra:
-            value = section.config.current_preset_name(value)
-            if value not in section.config.preset_names():
-                raise UserInputError(
-                    f"{where}: unknown preset {value!r}; choose {', '.join(section.config.preset_names())}"
-                )
-            out[key] = value
-        elif key == "generators" and "generators" in section.extra:
-            if not isinstance(value, list) or not value:
-                raise UserInputError(f"{where}: expected a list of tables with name and model")
-            for i, entry in enumerate(value):
-                generator_spec(entry, f"{where}[{i}]")  # checked here; written to RUN/inputs/generators.json
-            out[key] = value
-        elif key in section.extra:  # the pipeline's own key of this table (import_classifier's source)
-            out[key] = value
-        elif base not in known:
-            raise UserInputError(f"{where}: unknown option (not a field of {section.config.__name__})")
-        elif isinstance(value, str) and value.startswith(INPUTS_PREFIX):
-            if value.removeprefix(INPUTS_PREFIX) not in INPUT_FILES:
-                raise UserInputError(f"{where}: unknown pipeline input {value!r}; choose {', '.join(INPUT_FILES)}")
-            out[key] = value
-        else:
-            out[key] = value if "." in key else coerce(section.config, key, value, f"[{name}]")
-    return out
 
 
 def to_json(config: PipelineConfig) -> dict[str, Any]:

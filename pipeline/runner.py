@@ -26,7 +26,7 @@ from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
 from darling.core.shards import atomic_write_bytes
 from darling.evals.study import render_pooled, study
-from darling.pipeline.config import PipelineConfig, renamed_identity
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
@@ -34,6 +34,7 @@ from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
 from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, STUDY_SCRIPT, study_steps
+from darling.pipeline.tables import renamed_identity
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from darling.pipeline.config import INPUTS_PREFIX, SECTIONS, PipelineConfig
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage
@@ -21,6 +21,7 @@ from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
 from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
 from darling.pipeline.steps import input_path
+from darling.pipeline.tables import INPUTS_PREFIX, SECTIONS
 from darling.rl.methods import METHODS
 
 STAGES: tuple[Stage, ...] = (DATAGEN, PAIRS, LABELS, CLASSIFIER, RL, EVAL_MATH, EVAL_NOVELTY, EVAL_CREATIVE, COMPARE)

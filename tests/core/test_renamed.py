@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from darling.core.errors import UserInputError
-from darling.pipeline.config import SECTIONS, checked_table
+from darling.pipeline.tables import SECTIONS, checked_table
 from darling.rl.config import RLTrainConfig
 
 

@@ -4,11 +4,11 @@ sections and SLURM jobs derived from it."""
 import pytest
 
 from darling.pipeline import build_config
-from darling.pipeline.config import SECTIONS
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, blocks
+from darling.pipeline.tables import SECTIONS
 
 
 def test_every_stage_has_one_name_and_its_table():

@@ -1,0 +1,140 @@
+"""The stage tables of ``darling pipeline``: per table, the command config its keys are fields of, the keys the
+pipeline wires itself (refused in the table), the pipeline's own keys (``preset``, ``generators``) and what the
+table configures; the check of a table's entries, and the reading of a recorded identity under renamed names.
+``PipelineConfig`` (``pipeline/config.py``) has one field per table here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
+from darling.classifier.import_classifier import ImportConfig
+from darling.core.config import CommandConfig, coerce
+from darling.core.deprecation import warn_renamed
+from darling.core.errors import UserInputError
+from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
+from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
+from darling.evals.creative_config import CreativeConfig
+from darling.pipeline.resources import INPUT_FILES
+from darling.rl.config import RLTrainConfig
+from darling.rl.serve_config import RewardServeConfig
+
+INPUTS_PREFIX = "inputs:"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One stage's table: the config class its keys are fields of, and the fields the pipeline sets itself."""
+
+    config: type[CommandConfig]
+    wired: tuple[str, ...]
+    extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
+    command: str = ""  # what the table configures, as `darling pipeline --help` names it
+
+
+_RL_WIRED = (
+    "output",
+    "classifier",
+    "classifier_urls",
+    "reward_model_urls",
+    "seed",
+    "threads",
+    "method",
+    "prune_checkpoints",
+    "engine",
+    "verl_gpus",
+    "verl_nodes",
+)
+
+
+SECTIONS: dict[str, Section] = {
+    "datagen": Section(
+        RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
+    ),
+    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs"),
+    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label"),
+    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
+    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
+    "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
+    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
+    "serve_reward": Section(
+        RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
+    ),
+    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",), "rl-train, both runs"),
+    "rl_grpo": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
+    "rl_arms": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
+    "rl_warmup": Section(
+        RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
+    ),
+    "eval_math": Section(
+        MathEvalConfig,
+        ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
+        command="eval math",
+    ),
+    "eval_novelty": Section(
+        NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls"), command="eval novelty"
+    ),
+    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"),
+    "compare": Section(
+        CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
+    ),
+}
+
+
+def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
+    """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
+    a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
+    out: dict[str, Any] = {}
+    for name, value in saved.items():
+        table, dot, key = name.partition(".")
+        section = SECTIONS.get(table) if dot else None
+        if section is not None:
+            base, sub, rest = key.partition(".")
+            if key == "preset" and isinstance(value, str):
+                value = section.config.RENAMED_PRESETS.get(value, value)
+            name = f"{table}.{section.config.RENAMED_OPTIONS.get(base, base)}{sub}{rest}"
+        out[name] = value
+    return out
+
+
+def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:
+    """A stage's table with every value read as its field's type; an unknown key, a key the pipeline sets, an
+    unknown stage preset or an unknown ``inputs:`` file is one line naming the table and the key."""
+
+    known = {f.name for f in fields(section.config)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        base, dot, rest = key.partition(".")
+        where = f"[{name}] {key}"
+        if base in section.config.RENAMED_OPTIONS:  # an old name, read as the new one until it goes
+            warn_renamed(f"{where}: option", base, section.config.RENAMED_OPTIONS[base])
+            base = section.config.RENAMED_OPTIONS[base]
+            key = base + dot + rest
+        if base in section.wired:
+            raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
+        if key == "preset" and "preset" in section.extra:
+            value = section.config.current_preset_name(value)
+            if value not in section.config.preset_names():
+                raise UserInputError(
+                    f"{where}: unknown preset {value!r}; choose {', '.join(section.config.preset_names())}"
+                )
+            out[key] = value
+        elif key == "generators" and "generators" in section.extra:
+            if not isinstance(value, list) or not value:
+                raise UserInputError(f"{where}: expected a list of tables with name and model")
+            for i, entry in enumerate(value):
+                generator_spec(entry, f"{where}[{i}]")  # checked here; written to RUN/inputs/generators.json
+            out[key] = value
+        elif key in section.extra:  # the pipeline's own key of this table (import_classifier's source)
+            out[key] = value
+        elif base not in known:
+            raise UserInputError(f"{where}: unknown option (not a field of {section.config.__name__})")
+        elif isinstance(value, str) and value.startswith(INPUTS_PREFIX):
+            if value.removeprefix(INPUTS_PREFIX) not in INPUT_FILES:
+                raise UserInputError(f"{where}: unknown pipeline input {value!r}; choose {', '.join(INPUT_FILES)}")
+            out[key] = value
+        else:
+            out[key] = value if "." in key else coerce(section.config, key, value, f"[{name}]")
+    return out
