@@ -93,12 +93,22 @@ class CommandConfig:
         return files(cls.PRESET_PACKAGE) / "presets"
 
     @classmethod
-    def current_preset_name(cls, name: str) -> str:
-        """``name``, or the preset it was renamed to (with a warning)."""
-        if name in cls.RENAMED_PRESETS:
+    def current_preset_name(cls, name: str, warn: bool = True) -> str:
+        """``name``, or the preset it was renamed to (with a warning unless ``warn`` is off)."""
+        if name in cls.RENAMED_PRESETS and warn:
             warn_renamed(f"{cls.__name__} preset", name, cls.RENAMED_PRESETS[name])
-            return cls.RENAMED_PRESETS[name]
-        return name
+        return cls.RENAMED_PRESETS.get(name, name)
+
+    @classmethod
+    def current_option_name(cls, name: str, origin: str | None = None) -> str:
+        """``name`` (an option, or ``table.key`` of a table option) under the option's current name; a renamed one
+        warns, naming ``origin``, unless ``origin`` is None (a record read back, not a user's input)."""
+        base, dot, key = name.partition(".")
+        if base not in cls.RENAMED_OPTIONS:
+            return name
+        if origin is not None:
+            warn_renamed(f"{origin}: option", base, cls.RENAMED_OPTIONS[base])
+        return cls.RENAMED_OPTIONS[base] + dot + key
 
     @classmethod
     def preset_values(cls, name: str) -> dict[str, Any]:
@@ -136,11 +146,8 @@ class CommandConfig:
         values: dict[str, Any] = {}
         for origin, layer in layers:
             for name, value in layer.items():
+                name = cls.current_option_name(name, origin)
                 base, dot, key = name.partition(".")
-                if base in cls.RENAMED_OPTIONS:
-                    warn_renamed(f"{origin}: option", base, cls.RENAMED_OPTIONS[base])
-                    base = cls.RENAMED_OPTIONS[base]
-                    name = base + dot + key
                 if base not in known:
                     raise UserInputError(f"{origin}: unknown option '{name}'")
                 is_table = typing.get_origin(base_type(field_types(cls)[base])[0]) is dict

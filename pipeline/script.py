@@ -130,13 +130,17 @@ def render_script(config: PipelineConfig, stages: list[Block]) -> str:
     return "\n".join(lines)
 
 
-def write_commands(config: PipelineConfig, stages: list[Block]) -> Path:
-    path = config.run / COMMANDS_FILE
-    data = render_script(config, stages).encode()
-    if not path.exists() or path.read_bytes() != data:  # a rerun leaves it (and its mtime) alone
+def write_script(path: Path, text: str) -> Path:
+    """An executable script, written only when its text changed: a rerun leaves it (and its mtime) alone."""
+    data = text.encode()
+    if not path.exists() or path.read_bytes() != data:
         atomic_write_bytes(path, data)
         path.chmod(0o755)
     return path
+
+
+def write_commands(config: PipelineConfig, stages: list[Block]) -> Path:
+    return write_script(config.run / COMMANDS_FILE, render_script(config, stages))
 
 
 def write_study_script(config: PipelineConfig, name: str, steps: list) -> Path:
@@ -148,13 +152,8 @@ def write_study_script(config: PipelineConfig, name: str, steps: list) -> Path:
         f"# darling {__version__} pipeline, preset {config.preset}: the study over seeds {seeds}, after every",
         "# RUN/seed-S/commands.sh is done. Each line pools one difference over the seeds (`darling eval study`).",
     ]
-    text = "\n".join([*head, f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", "set -euo pipefail", ""])
-    data = (text + "\n".join(step.line(config.run) for step in steps) + "\n").encode()
-    path = config.run / name
-    if not path.exists() or path.read_bytes() != data:
-        atomic_write_bytes(path, data)
-        path.chmod(0o755)
-    return path
+    lines = [*head, f"RUN=${{RUN:-{shlex.quote(str(config.run))}}}", "set -euo pipefail"]
+    return write_script(config.run / name, "\n".join([*lines, *(step.line(config.run) for step in steps), ""]))
 
 
 # -- inputs ------------------------------------------------------------------------------------------------------

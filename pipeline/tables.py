@@ -12,7 +12,6 @@ from typing import Any
 from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.config import CommandConfig, coerce
-from darling.core.deprecation import warn_renamed
 from darling.core.errors import UserInputError
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
 from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
@@ -91,10 +90,9 @@ def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
         table, dot, key = name.partition(".")
         section = SECTIONS.get(table) if dot else None
         if section is not None:
-            base, sub, rest = key.partition(".")
             if key == "preset" and isinstance(value, str):
-                value = section.config.RENAMED_PRESETS.get(value, value)
-            name = f"{table}.{section.config.RENAMED_OPTIONS.get(base, base)}{sub}{rest}"
+                value = section.config.current_preset_name(value, warn=False)
+            name = f"{table}.{section.config.current_option_name(key)}"
         out[name] = value
     return out
 
@@ -106,12 +104,9 @@ def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[s
     known = {f.name for f in fields(section.config)}
     out: dict[str, Any] = {}
     for key, value in values.items():
-        base, dot, rest = key.partition(".")
         where = f"[{name}] {key}"
-        if base in section.config.RENAMED_OPTIONS:  # an old name, read as the new one until it goes
-            warn_renamed(f"{where}: option", base, section.config.RENAMED_OPTIONS[base])
-            base = section.config.RENAMED_OPTIONS[base]
-            key = base + dot + rest
+        key = section.config.current_option_name(key, where)  # an old name, read as the new one until it goes
+        base = key.split(".", 1)[0]
         if base in section.wired:
             raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
         if key == "preset" and "preset" in section.extra:

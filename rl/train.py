@@ -222,7 +222,7 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
         (output / OLD_SETTINGS_FILE).replace(saved_file)
     if found and saved_file.exists():
         saved = json.loads(saved_file.read_text())
-        saved = {RLTrainConfig.RENAMED_OPTIONS.get(key, key): value for key, value in saved.items()}  # a pre-0.2 run
+        saved = {RLTrainConfig.current_option_name(key): value for key, value in saved.items()}  # a pre-0.2 run
         for key in sorted(set(now) - RESUME_MAY_CHANGE):
             if key in saved and saved[key] != now[key]:
                 raise UserInputError(
