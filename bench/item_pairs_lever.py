@@ -36,6 +36,7 @@ from classifier_quality import (  # noqa: E402  # noqa: E402
     metrics_with_intervals,
     run_fold,
     split_pairs,
+    write_pairs,
 )
 
 from darling.core.items import category_of, item_of  # noqa: E402
@@ -98,6 +99,7 @@ def main() -> None:
         "prompts": len({p.prompt for p in extra}),
     }
     print(json.dumps(counts))
+    write_pairs(args.out / "item_pairs.jsonl", extra)  # classifier_lever_cv.py --item-pairs
     if args.no_train:
         return
     pairs = load_pairs(args.data)

@@ -42,14 +42,20 @@ COSENT_SCALE = 20.0  # the temperature CoSENT was published with
 class EncodedTextPairs(Dataset):
     """Token ids of both sides of each pair, or (``cache``: backbone, frozen layers) their cached states."""
 
-    def __init__(self, encoder: TextEncoder, pairs: Sequence[LabelledPair], cache: tuple[nn.Module, int] | None = None):
+    def __init__(
+        self,
+        encoder: TextEncoder,
+        pairs: Sequence[LabelledPair],
+        cache: tuple[nn.Module, int] | None = None,
+        device: torch.device | None = None,
+    ):
         ids_a = encoder.encode([p.generation_0 for p in pairs])
         ids_b = encoder.encode([p.generation_1 for p in pairs])
         self.a: Sequence[list[int] | torch.Tensor] = ids_a
         self.b: Sequence[list[int] | torch.Tensor] = ids_b
         self.labels = [p.similar for p in pairs]
         if cache is not None:
-            states = frozen_states(*cache, ids_a + ids_b, encoder.pad_id)
+            states = frozen_states(*cache, ids_a + ids_b, encoder.pad_id, device=device)
             self.a, self.b = states[: len(ids_a)], states[len(ids_a) :]
 
     def __len__(self) -> int:
@@ -83,8 +89,14 @@ class TextPairDataModule(BucketedDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
-            self.train_set = EncodedTextPairs(self.encoder, self.train_pairs, self.cache)
-            self.val_set = EncodedTextPairs(self.encoder, self.val_pairs, self.cache)
+            device = self.cache_device()
+            self.train_set = EncodedTextPairs(self.encoder, self.train_pairs, self.cache, device)
+            self.val_set = EncodedTextPairs(self.encoder, self.val_pairs, self.cache, device)
+
+    def cache_device(self) -> torch.device | None:
+        """Where the frozen layers run for the cache: this rank's device once a Trainer holds the module (setup runs
+        before the Trainer moves the model there), else where the backbone is."""
+        return self.trainer.strategy.root_device if self.trainer is not None else None
 
     def collate(self, items: list[tuple]) -> dict[str, torch.Tensor]:
         sides = [a for a, _, _ in items] + [b for _, b, _ in items]

@@ -71,3 +71,24 @@ def test_training_on_cached_states_gives_the_same_gradients(tiny_bert_dir):
     assert any("layer.1." in n for n in plain) and "model.scale" in plain
     for name in plain:
         torch.testing.assert_close(cached[name], plain[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_the_cache_runs_on_the_trainers_device(tiny_bert_dir):
+    """Setup builds the cache before the Trainer moves the model: it must compute where the Trainer will train (a
+    GPU run computed on its CPU before; here `meta` stands in for the GPU)."""
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, BertModel
+
+    backbone = BertModel(BertConfig.from_pretrained(tiny_bert_dir)).train()
+    seen = []
+    backbone.embeddings.register_forward_pre_hook(
+        lambda _, args, kwargs: seen.append(kwargs["input_ids"].device.type), with_kwargs=True
+    )
+    encoder = TextEncoder(load_tokenizer(str(tiny_bert_dir)), 16)
+    pairs = [LabelledPair("p", "one text here", "another text", 1), LabelledPair("q", "a", "b c", 0)]
+    dm = TextPairDataModule(encoder, pairs, pairs, 2, cache=(backbone, 1))
+    dm.trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device("meta")))  # the device only
+    with pytest.raises((NotImplementedError, RuntimeError), match="meta"):  # meta tensors hold no values to cache
+        dm.setup("fit")
+    assert seen == ["meta"]  # the first batch went to the Trainer's device (a CPU run: test_training_on_cached_...)

