@@ -1,5 +1,5 @@
 """The pipeline's settings: a few chain-level fields, and one table per stage holding that stage's own settings,
-the fields of its command's config (``pipeline/tables.py``: ``[rl]`` takes ``RLTrainConfig``'s, ``[classifier]``
+the fields of its command's config (each room's ``Stage.tables``: ``[rl]`` takes ``RLTrainConfig``'s, ``[classifier]``
 ``ClassifierTrainConfig``'s, ...), with ``preset`` naming that command's preset. A value is set in one place: what
 the chain wires between stages (output folders, the classifier a stage reads, the seed, CPU threads) is the
 pipeline's and refused in a table. Presets are data files (``pipeline/presets/*.toml``); ``--set rl.max_steps=32``
@@ -19,13 +19,21 @@ from typing import Any, ClassVar
 
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
-from darling.pipeline.tables import SECTIONS, checked_table
+from darling.pipeline.tables import Section, checked_table
 from darling.rl.methods import OTHER_ARMS
 
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
 # Not part of a run's identity: where it runs and how fast, not what it computes (a field's metadata; the identity
 # leaves out every field that carries it).
 NOT_IDENTITY = {"identity": False}
+
+
+def sections() -> dict[str, Section]:
+    """Every stage table (``darling.pipeline.stages.SECTIONS``), read when used: the rooms that declare them import
+    this module."""
+    from darling.pipeline.stages import SECTIONS
+
+    return SECTIONS
 
 
 # The --help panels of PipelineConfig, essentials first.
@@ -239,7 +247,7 @@ class PipelineConfig(CommandConfig):
     def __post_init__(self) -> None:
         """The tables read as their fields' types (an unknown key refused), the Ray engine wired in with ``launcher =
         ray``; then the checks, which change nothing."""
-        for name, section in SECTIONS.items():
+        for name, section in sections().items():
             object.__setattr__(self, name, checked_table(name, section, getattr(self, name)))  # frozen: while made
         if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/launch_ray.py)
             for name in self.generating_tables():
@@ -289,9 +297,10 @@ class PipelineConfig(CommandConfig):
                 "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
                 "--set eval_creative.bench_dir=PATH"
             )
-        if resolved(self.rl, SECTIONS["rl"].config, "vllm_mode") == "server" and self.serve_classifier:
-            port = int(resolved(self.rl, SECTIONS["rl"].config, "vllm_server_port"))
-            first, replicas = (int(resolved(self.serve, SECTIONS["serve"].config, key)) for key in ("port", "replicas"))
+        rl, serve = sections()["rl"].config, sections()["serve"].config
+        if resolved(self.rl, rl, "vllm_mode") == "server" and self.serve_classifier:
+            port = int(resolved(self.rl, rl, "vllm_server_port"))
+            first, replicas = (int(resolved(self.serve, serve, key)) for key in ("port", "replicas"))
             if first <= port < first + replicas:
                 raise UserInputError(
                     f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
@@ -311,7 +320,7 @@ class PipelineConfig(CommandConfig):
 
     def rl_reward_model(self) -> str | None:
         """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""
-        value = resolved(self.rl, SECTIONS["rl"].config, "reward_model")
+        value = resolved(self.rl, sections()["rl"].config, "reward_model")
         return str(value) if value else None
 
     def identity(self) -> dict[str, Any]:

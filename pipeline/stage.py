@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.tables import Section
 
 if TYPE_CHECKING:
     from darling.pipeline.script import Block
@@ -73,6 +74,8 @@ class Stage:
     runs: Callable[[Plan], bool] = _always
     note: Callable[[Records], list[str]] = _no_note  # a line citing another stage's figures, after the section
     inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
+    # its tables in a preset and in --set (its own, ``table``, first where it has one), in the order --help lists them
+    tables: dict[str, Section] = field(default_factory=dict, hash=False)
 
     @property
     def table(self) -> str:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig
 from darling.core.config import CommandConfig, coerce
-from darling.pipeline.config import PipelineConfig
-from darling.pipeline.tables import INPUTS_PREFIX, SECTIONS
+from darling.pipeline.config import PipelineConfig, sections
+from darling.pipeline.tables import INPUTS_PREFIX
 
 INPUTS = "inputs"  # RUN/inputs/: the files the commands read that the pipeline writes (prompts, generators)
 ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -135,7 +135,7 @@ def table_values(c: PipelineConfig, section: str) -> dict[str, Any]:
     """A stage's table as command settings: ``inputs:NAME`` as its path in RUN/inputs, the pipeline's keys out."""
     values = {}
     for key, value in getattr(c, section).items():
-        if key in SECTIONS[section].extra:  # the pipeline's keys (preset, generators, source), not the command's
+        if key in sections()[section].extra:  # the pipeline's keys (preset, generators, source), not the command's
             continue
         is_input = isinstance(value, str) and value.startswith(INPUTS_PREFIX)
         values[key] = input_path(c, value.removeprefix(INPUTS_PREFIX)) if is_input else value

@@ -1,7 +1,8 @@
-"""The stage tables of ``darling pipeline``: per table, the command config its keys are fields of, the keys the
-pipeline wires itself (refused in the table), the pipeline's own keys (``preset``, ``generators``) and what the
-table configures; the check of a table's entries, and the reading of a recorded identity under renamed names.
-``PipelineConfig`` (``pipeline/config.py``) has one field per table here.
+"""The shape of a stage table of ``darling pipeline`` (``Section``: the command config its keys are fields of, the
+keys the pipeline wires itself, the pipeline's own keys, what the table configures), the check of a table's entries
+and the reading of a recorded identity under renamed names. Each room declares its own tables on its ``Stage``
+(``Stage.tables``); ``darling.pipeline.stages.SECTIONS`` collects them in chain order, and ``PipelineConfig``
+(``pipeline/config.py``) has one field per table.
 """
 
 from __future__ import annotations
@@ -9,16 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
-from darling.classifier.import_classifier import ImportConfig
 from darling.core.config import CommandConfig, coerce
 from darling.core.errors import UserInputError
-from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig, generator_spec
-from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
-from darling.evals.creative_config import CreativeConfig
+from darling.datagen.config import generator_spec
 from darling.pipeline.resources import INPUT_FILES
-from darling.rl.config import RLTrainConfig
-from darling.rl.serve_config import RewardServeConfig
 
 INPUTS_PREFIX = "inputs:"
 
@@ -33,58 +28,11 @@ class Section:
     command: str = ""  # what the table configures, as `darling pipeline --help` names it
 
 
-_RL_WIRED = (
-    "output",
-    "classifier",
-    "classifier_urls",
-    "reward_model_urls",
-    "seed",
-    "threads",
-    "method",
-    "prune_checkpoints",
-    "engine",
-    "verl_gpus",
-    "verl_nodes",
-)
-
-
-SECTIONS: dict[str, Section] = {
-    "datagen": Section(
-        RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
-    ),
-    "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs"),
-    "labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label"),
-    "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
-    "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
-    "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
-    "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
-    "serve_reward": Section(
-        RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
-    ),
-    "rl": Section(RLTrainConfig, _RL_WIRED, ("preset",), "rl-train, both runs"),
-    "rl_grpo": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
-    "rl_arms": Section(RLTrainConfig, _RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
-    "rl_warmup": Section(
-        RLTrainConfig, (*_RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
-    ),
-    "eval_math": Section(
-        MathEvalConfig,
-        ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
-        command="eval math",
-    ),
-    "eval_novelty": Section(
-        NoveltyConfig, ("output", "model", "classifier", "seed", "threads", "reward_model_urls"), command="eval novelty"
-    ),
-    "eval_creative": Section(CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"),
-    "compare": Section(
-        CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
-    ),
-}
-
-
 def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
     """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
     a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
+    from darling.pipeline.stages import SECTIONS  # the rooms import the config, which imports this module
+
     out: dict[str, Any] = {}
     for name, value in saved.items():
         table, dot, key = name.partition(".")

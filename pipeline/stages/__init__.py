@@ -21,12 +21,14 @@ from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
 from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
 from darling.pipeline.steps import input_path
-from darling.pipeline.tables import INPUTS_PREFIX, SECTIONS
+from darling.pipeline.tables import INPUTS_PREFIX, Section
 from darling.rl.methods import METHODS
 
 STAGES: tuple[Stage, ...] = (DATAGEN, PAIRS, LABELS, CLASSIFIER, RL, EVAL_MATH, EVAL_NOVELTY, EVAL_CREATIVE, COMPARE)
 STAGE = {stage.name: stage for stage in STAGES}
 STAGE_NAMES = tuple(STAGE)
+# Every stage table, in chain order, as its room declares it (``Stage.tables``); PipelineConfig has one field each.
+SECTIONS: dict[str, Section] = {name: section for stage in STAGES for name, section in stage.tables.items()}
 
 
 def active_stages(plan: Plan) -> list[Stage]:

@@ -16,6 +16,7 @@ from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.datagen import LABELS
 from darling.pipeline.steps import Step, named_in, shown, stage_config, table_values, threads
+from darling.pipeline.tables import Section
 
 TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier trains on
 CHECKPOINT = "training/checkpoints/last.ckpt"  # under classifier/: what --resume continues from
@@ -169,4 +170,9 @@ CLASSIFIER = Stage(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),
     ),
+    tables={
+        "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
+        "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
+        "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
+    },
 )

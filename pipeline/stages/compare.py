@@ -26,6 +26,7 @@ from darling.pipeline.stages.rl import (
     training_prompts,
 )
 from darling.pipeline.steps import Step, shown, table_values
+from darling.pipeline.tables import Section
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
 ARMS_TABLE = "arms.md"  # RUN/arms.md (--seeds with other arms): every pair's pooled figures in one table
@@ -178,4 +179,9 @@ COMPARE = Stage(
     compare_summary,
     compare_section,
     placement="cpu",
+    tables={
+        "compare": Section(
+            CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
+        )
+    },
 )

@@ -11,6 +11,7 @@ from darling.datagen.rollouts import read_rollouts
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
+from darling.pipeline.tables import Section
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
 
@@ -101,6 +102,11 @@ DATAGEN = Stage(
     datagen_section,
     runs=_with_rollouts,
     inputs=datagen_inputs,
+    tables={
+        "datagen": Section(
+            RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
+        )
+    },
 )
 
 
@@ -152,6 +158,7 @@ PAIRS = Stage(
     links=(("summary.json", "pairs/summary.json"),),
     placement="cpu",
     runs=_with_rollouts,
+    tables={"pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs")},
 )
 
 
@@ -202,4 +209,12 @@ def labels_section(s: dict[str, Any]) -> list[str]:
     ]
 
 
-LABELS = Stage("labels", "Judge labels", labels_block, labels_summary, labels_section, runs=_with_rollouts)
+LABELS = Stage(
+    "labels",
+    "Judge labels",
+    labels_block,
+    labels_summary,
+    labels_section,
+    runs=_with_rollouts,
+    tables={"labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label")},
+)

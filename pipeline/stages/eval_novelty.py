@@ -17,6 +17,7 @@ from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.rl import REWARD_SERVERS_FILE, policies, reward_serve_step, reward_urls, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
+from darling.pipeline.tables import Section
 
 NOVELTY_TRAIN = "eval-novelty-train"  # RUN/eval-novelty-train/: the same evaluation on the RL prompts
 
@@ -159,4 +160,11 @@ EVAL_NOVELTY = Stage(
     eval_novelty_block,
     eval_novelty_summary,
     eval_novelty_section,
+    tables={
+        "eval_novelty": Section(
+            NoveltyConfig,
+            ("output", "model", "classifier", "seed", "threads", "reward_model_urls"),
+            command="eval novelty",
+        )
+    },
 )

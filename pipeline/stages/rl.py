@@ -20,6 +20,7 @@ from darling.pipeline.script import Block, side_by_side, start_in_background, st
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.steps import Step, block_threads, input_path, run_relative, shown, table_values
+from darling.pipeline.tables import Section
 from darling.rl.config import SETTINGS_FILE, RLTrainConfig
 from darling.rl.methods import DARLING, GRPO, METHODS, arm_settings
 from darling.rl.serve_config import RewardServeConfig
@@ -128,6 +129,12 @@ def rl_steps(plan: Plan) -> list[Step]:
     return [rl_step(plan), *grpo, *(arm_step(plan, method) for method in c.arms)]
 
 
+# The rl-train options the pipeline sets for every run (refused in the rl tables); _rl_run sets only these.
+RL_WIRED = ("output", "classifier", "seed", "threads", "method", "prune_checkpoints") + (
+    ("classifier_urls", "reward_model_urls", "engine", "verl_gpus", "verl_nodes")  # where the run is served / runs
+)
+
+
 def _rl_run(
     plan: Plan, folder: str, method: str, own: dict[str, Any], threads: int | None, own_keys: tuple[str, ...] = ()
 ) -> Step:
@@ -147,6 +154,7 @@ def _rl_run(
         wired["reward_model_urls"] = reward_urls(plan)
     if c.rl_engine == "verl":
         wired.update(engine="verl", verl_gpus=c.rl_processes, verl_nodes=c.nodes)
+    assert set(wired) <= set(RL_WIRED), f"wired but not declared in RL_WIRED: {set(wired) - set(RL_WIRED)}"
     config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
     if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
         raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
@@ -384,4 +392,16 @@ RL = Stage(
     rl_section,
     placement="nodes",
     inputs=rl_inputs,
+    tables={
+        "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
+        "serve_reward": Section(
+            RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
+        ),
+        "rl": Section(RLTrainConfig, RL_WIRED, ("preset",), "rl-train, both runs"),
+        "rl_grpo": Section(RLTrainConfig, RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
+        "rl_arms": Section(RLTrainConfig, RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
+        "rl_warmup": Section(
+            RLTrainConfig, (*RL_WIRED, "policy"), command="rl-train: a GRPO warm-up both runs start from"
+        ),
+    },
 )

@@ -7,7 +7,8 @@ import warnings
 import pytest
 
 from darling.core.errors import UserInputError
-from darling.pipeline.tables import SECTIONS, checked_table
+from darling.pipeline.stages import SECTIONS
+from darling.pipeline.tables import checked_table
 from darling.rl.config import RLTrainConfig
 
 

@@ -7,13 +7,25 @@ from darling.pipeline import build_config
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
 from darling.pipeline.stage import Plan
-from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, blocks
-from darling.pipeline.tables import SECTIONS
+from darling.pipeline.stages import SECTIONS, STAGE_NAMES, STAGES, active_stages, blocks
 
 
 def test_every_stage_has_one_name_and_its_table():
     assert len(set(STAGE_NAMES)) == len(STAGES)
-    assert all(stage.table in SECTIONS for stage in STAGES), [s.table for s in STAGES if s.table not in SECTIONS]
+    assert all(stage.table in stage.tables for stage in STAGES), [s.name for s in STAGES if s.table not in s.tables]
+
+
+def test_each_table_is_declared_by_one_room_and_is_a_field_of_the_config():
+    """Rooms declare their tables (``Stage.tables``): a table declared twice, or without a PipelineConfig field, or
+    a field without a room, fails here."""
+    from dataclasses import fields
+
+    from darling.pipeline.config import PipelineConfig
+
+    declared = [name for stage in STAGES for name in stage.tables]
+    assert len(declared) == len(set(declared)) == len(SECTIONS), declared
+    table_fields = {f.name for f in fields(PipelineConfig) if f.type in ("dict[str, Any]", dict)} - {"slurm"}
+    assert table_fields == set(SECTIONS), table_fields ^ set(SECTIONS)  # slurm: the launcher's table, no stage's
 
 
 @pytest.mark.parametrize(
