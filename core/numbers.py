@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MISSING = "–"
 
@@ -28,5 +29,7 @@ def pct(value: float | None) -> str:
 
 def percentile_interval(resampled: Sequence[float] | np.ndarray, level: float = 0.95) -> list[float]:
     """The percentile bootstrap interval at ``level`` of a statistic's resampled values."""
+    import numpy as np  # only here: report code that formats numbers loads no numpy
+
     tail = (1 - level) / 2 * 100
     return [float(np.percentile(resampled, tail)), float(np.percentile(resampled, 100 - tail))]

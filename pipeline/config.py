@@ -31,7 +31,7 @@ NOT_IDENTITY = {"identity": False}
 def sections() -> dict[str, Section]:
     """Every stage table (``darling.pipeline.stages.SECTIONS``), read when used: the rooms that declare them import
     this module."""
-    from darling.pipeline.stages import SECTIONS
+    from darling.pipeline.stages import SECTIONS  # loads the stage rooms, which import this module
 
     return SECTIONS
 

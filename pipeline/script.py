@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from darling import __version__
-from darling.core.shards import atomic_write_bytes
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.steps import Step, run_relative
 
@@ -134,6 +133,8 @@ def write_script(path: Path, text: str) -> Path:
     """An executable script, written only when its text changed: a rerun leaves it (and its mtime) alone."""
     data = text.encode()
     if not path.exists() or path.read_bytes() != data:
+        from darling.core.shards import atomic_write_bytes  # loads polars (core.shards)
+
         atomic_write_bytes(path, data)
         path.chmod(0o755)
     return path
@@ -166,5 +167,7 @@ def write_inputs(files: dict[Path, str]) -> list[Path]:
     for path, text in files.items():
         data = text.encode()
         if not path.exists() or path.read_bytes() != data:
+            from darling.core.shards import atomic_write_bytes  # loads polars (core.shards)
+
             atomic_write_bytes(path, data)
     return list(files)

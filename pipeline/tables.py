@@ -31,7 +31,7 @@ class Section:
 def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
     """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
     a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
-    from darling.pipeline.stages import SECTIONS  # the rooms import the config, which imports this module
+    from darling.pipeline.stages import SECTIONS  # loads the stage rooms, which import this module via the config
 
     out: dict[str, Any] = {}
     for name, value in saved.items():

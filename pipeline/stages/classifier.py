@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from darling.classifier.checks import checks_markdown
 from darling.classifier.config import ClassifierTrainConfig, TrainingPairsConfig
 from darling.classifier.export import ClassifierExport
 from darling.classifier.import_classifier import ImportConfig
@@ -155,6 +154,8 @@ def classifier_section(s: dict[str, Any]) -> list[str]:
     lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
     if s.get("checks"):
         lines += ["", "The packaged checks: pairs it never trained or chose anything on (`darling.classifier.checks`):"]
+        from darling.classifier.checks import checks_markdown  # loads numpy and scikit-learn
+
         lines += ["", checks_markdown(s["checks"])]
     return [*lines, ""]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
-from darling.datagen.rollouts import read_rollouts
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
@@ -70,6 +69,8 @@ def datagen_summary(plan: Plan) -> dict[str, Any]:
     else:
         names = ", ".join(s.name for s in config.generator_specs())
         mode = f"generated ({config.engine} engine): {names} on {config.problems}, n = {config.n}"
+    from darling.datagen.rollouts import read_rollouts  # loads polars and httpx (the engines)
+
     rows = read_rollouts(config.output)
     ok = rows.filter(pl.col("status") == "ok")
     return {
