@@ -72,12 +72,14 @@ def predictions(path: Path) -> dict[str, float]:
 def scored_run(name: str, lever: str, train: list, held: list, folder: Path, item_pairs: list, fixed: dict) -> dict:
     """One model: trained on ``train`` + its extras, its probabilities on ``held`` and on each check."""
     preset, overrides, kinds = LEVERS[lever]
-    fold = run_fold(name, {**overrides, **fixed}, preset, train + extra_pairs(kinds, train, item_pairs), held, folder)
+    extra = extra_pairs(kinds, train, item_pairs)
+    fold = run_fold(name, {**overrides, **fixed}, preset, train + extra, held, folder)
     shutil.rmtree(folder / "clf" / "training" / "checkpoints", ignore_errors=True)
     checks = folder / "clf" / "training" / "checks"
     return {
         "held": dict(zip([p.pair_id for p in held], fold["probs"].tolist(), strict=True)),
         "checks": {c: predictions(checks / c / "predictions.jsonl") for c in CHECK_SETS},
+        "extra_pairs": len(extra),
         "threshold": fold["threshold"],
         "val_auc": fold["val_auc"],
         "seconds": fold["seconds"],
@@ -96,8 +98,7 @@ def run_lever(lever: str, out: Path, folds: int, item_pairs: list, fixed: dict, 
         path = out / lever / f"{run}.json"
         if not path.exists():  # each run's predictions land as it ends: a cut-short lever keeps its finished folds
             row = scored_run(lever, lever, tr, he, out / lever / run, item_pairs, fixed)
-            extra = len(extra_pairs(LEVERS[lever][2], tr, item_pairs))
-            path.write_text(json.dumps({**spec, "run": run, "extra_pairs": extra, **row}) + "\n")
+            path.write_text(json.dumps({**spec, "run": run, **row}) + "\n")
 
 
 def launch(levers: list[str], args) -> None:

@@ -23,12 +23,13 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from darling.core.errors import UserInputError
 from darling.core.schemas import RUN_FILE, polars_schema
+
+if TYPE_CHECKING:  # polars loads where a store reads or writes: atomic_write_bytes' users (the pipeline) stay light
+    import polars as pl
 
 SHARD_GLOB = "part-*.parquet"
 LOCK_FILE = ".writer.lock"
@@ -117,6 +118,8 @@ class ShardStore:
 
     def read(self) -> pl.DataFrame:
         """All rows, one per key (the last written wins), in a stable key order."""
+        import polars as pl
+
         files = self.shards()
         if not files:
             return pl.DataFrame(schema=self.schema)
@@ -133,6 +136,8 @@ class ShardStore:
         rows = list(rows)
         if not rows:
             return None
+        import polars as pl
+
         frame = pl.DataFrame(rows, schema=self.schema)
         if self._lock is None:  # held from the first append until this store is garbage-collected
             key = hold_writer_lock(self.directory)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from darling import __version__
+from darling.core.shards import atomic_write_bytes
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.steps import Step, run_relative
 
@@ -129,13 +130,18 @@ def render_script(config: PipelineConfig, stages: list[Block]) -> str:
     return "\n".join(lines)
 
 
-def write_script(path: Path, text: str) -> Path:
-    """An executable script, written only when its text changed: a rerun leaves it (and its mtime) alone."""
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` only when it differs: a rerun leaves the file (and its mtime) alone."""
     data = text.encode()
-    if not path.exists() or path.read_bytes() != data:
-        from darling.core.shards import atomic_write_bytes  # loads polars (core.shards)
+    if path.exists() and path.read_bytes() == data:
+        return False
+    atomic_write_bytes(path, data)
+    return True
 
-        atomic_write_bytes(path, data)
+
+def write_script(path: Path, text: str) -> Path:
+    """An executable script, written only when its text changed."""
+    if write_if_changed(path, text):
         path.chmod(0o755)
     return path
 
@@ -165,9 +171,5 @@ def json_text(data: dict) -> str:
 def write_inputs(files: dict[Path, str]) -> list[Path]:
     """Write (atomically, identically on every run) the input files the commands name."""
     for path, text in files.items():
-        data = text.encode()
-        if not path.exists() or path.read_bytes() != data:
-            from darling.core.shards import atomic_write_bytes  # loads polars (core.shards)
-
-            atomic_write_bytes(path, data)
+        write_if_changed(path, text)
     return list(files)
