@@ -54,6 +54,10 @@ LEVERS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
     "cpu-cross": ("cpu-cross", {}, ()),
     "cpu-freeze2+items": ("cpu", {"freeze_layers": 2}, ("items",)),
     "cpu-epochs5+items": ("cpu", {"epochs": 5}, ("items",)),
+    "cpu-freeze2-seed1": ("cpu", {"freeze_layers": 2, "seed": 1}, ()),
+    "cpu-freeze2-seed2": ("cpu", {"freeze_layers": 2, "seed": 2}, ()),
+    "cpu-freeze0": ("cpu", {"freeze_layers": 0}, ()),
+    "cpu-freeze0+cf": ("cpu", {"freeze_layers": 0}, ("cf",)),
 }
 CHECK_SETS = ("noveltybench-heldout", "minimal-pairs")
 
@@ -86,7 +90,12 @@ def scored_run(name: str, lever: str, train: list, held: list, folder: Path, ite
     }
 
 
-def run_lever(lever: str, out: Path, folds: int, item_pairs: list, fixed: dict, limit: int = 0) -> None:
+def run_names(folds: int) -> list[str]:
+    return [*(f"fold-{i}" for i in range(folds)), "test-split"]
+
+
+def run_lever(lever: str, out: Path, folds: int, item_pairs: list, fixed: dict, limit: int = 0, only: str = "") -> None:
+    """The lever's folds and its test-split model, or only the run named ``only``."""
     pairs = load_pairs("noveltybench")
     train, test = split_pairs(pairs, TEST_FRACTION, TEST_SEED)
     if limit:  # a dry run of the script, not a measurement
@@ -96,13 +105,18 @@ def run_lever(lever: str, out: Path, folds: int, item_pairs: list, fixed: dict, 
     spec = {"lever": lever, "spec": LEVERS[lever], "fixed": fixed, "limit": limit}
     for run, tr, he in [*sides, ("test-split", train, test)]:
         path = out / lever / f"{run}.json"
-        if not path.exists():  # each run's predictions land as it ends: a cut-short lever keeps its finished folds
+        # each run's predictions land as it ends: a cut-short lever keeps its finished folds
+        if not path.exists() and only in ("", run):
             row = scored_run(lever, lever, tr, he, out / lever / run, item_pairs, fixed)
             path.write_text(json.dumps({**spec, "run": run, **row}) + "\n")
 
 
 def launch(levers: list[str], args) -> None:
-    """Each lever in its own process, ``--jobs`` at a time; logs in OUT/LEVER.log."""
+    """Each lever in its own process, ``--jobs`` at a time; logs in OUT/LEVER.log. With ``--per-run`` each of a
+    lever's unfinished runs (fold or test split) is its own process, so a lever's runs go side by side too."""
+    if args.per_run:
+        done = lambda lever, run: (args.out / lever / f"{run}.json").exists()  # noqa: E731
+        levers = [f"{lv}:{run}" for lv in levers for run in run_names(args.folds) if not done(lv, run)]
     pending, running = list(levers), []
     while pending or running:
         while pending and len(running) < args.jobs:
@@ -130,6 +144,7 @@ def main() -> None:
     ap.add_argument("--item-pairs", type=Path, default=None, help="jsonl of item-rule pairs (levers with items)")
     ap.add_argument("--set", action="append", default=[], help="KEY=JSON_VALUE for every lever (threads=2)")
     ap.add_argument("--limit", type=int, default=0, help="dry run: the first N train pairs only")
+    ap.add_argument("--per-run", action="store_true", help="one process per fold / test split, not per lever")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--analyse", action="store_true", help="tables from the kept predictions; trains nothing")
     args = ap.parse_args()
@@ -142,7 +157,8 @@ def main() -> None:
     fixed = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     items = list(load_pairs(str(args.item_pairs)).pairs) if args.item_pairs else []
     if args.one:
-        run_lever(args.one, args.out, args.folds, items, fixed, args.limit)
+        lever, _, only = args.one.partition(":")
+        run_lever(lever, args.out, args.folds, items, fixed, args.limit, only)
         return
     levers = args.levers.split(",")
     unknown = [lever for lever in levers if lever not in LEVERS]

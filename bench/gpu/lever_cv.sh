@@ -3,6 +3,8 @@
 # per lever, every lever at once). MiniLM travels in two calls (bench/gpu/weight_parts.py); run from the repo root:
 #     call 1 (carry .gpu/part1.xz):                  mkdir -p /tmp/stash && cp .gpu/part1.xz /tmp/stash/
 #     call 2 (carry .gpu/part2.tar.xz .gpu/item_pairs.jsonl), straight after:   bash bench/gpu/lever_cv.sh
+# To finish an earlier call's levers, carry its runs as .gpu/done.tar (LEVER/RUN.json): those runs are skipped, and
+# LEVER_ARGS="--per-run --levers ..." runs each unfinished fold in its own process.
 # Brings back $OUT/lever-cv.tar.xz: each run's predictions (LEVER/RUN.json), the logs, GPU memory over time.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HOME=/tmp/home TOKENIZERS_PARALLELISM=false
@@ -10,6 +12,7 @@ REPO=$PWD
 WORK=/tmp/lcv
 BUDGET=${LEVER_BUDGET:-450}
 mkdir -p /tmp/pkg /tmp/site "$HOME" "$WORK"
+[ -f .gpu/done.tar ] && tar -xf .gpu/done.tar -C "$WORK"
 ln -sfn "$REPO" /tmp/pkg/darling
 P1=/tmp/stash/part1.xz
 [ -f "$P1" ] || P1=.gpu/part1.xz
