@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 
-from darling.classifier.bi_encoder import BiEncoder, fit_affine
+from darling.classifier.bi_encoder import MIN_SCALE, BackwardsCosine, BiEncoder, fit_affine
 from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
@@ -161,6 +161,11 @@ class BiEncoderModule(PairModuleBase):
         self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
         return loss
 
+    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        """Keep a >= MIN_SCALE: the probability rises with the cosine (bi_encoder.MIN_SCALE says why)."""
+        with torch.no_grad():
+            self.model.scale.clamp_(min=MIN_SCALE)
+
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         loss, logits = self._loss(batch)
         self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["labels"]), sync_dist=True)
@@ -188,8 +193,9 @@ def init_affine(
     """Start a and b at the logistic fit of the labels on the untrained cosines of ``pairs`` (a few dozen
     suffice), so the first steps train the encoder instead of moving two scalars a long way.
 
-    Pairs of one label only (a judge that called every pair the same) have no fit: a and b keep their
-    defaults, with a warning, and training goes on as the cross-encoder kind's does on such data."""
+    Pairs of one label only (a judge that called every pair the same) have no fit, and pairs whose untrained cosine
+    ranks them backwards (near-identical texts labelled different) no fit with a > 0: a and b keep their defaults,
+    with a warning, and training goes on (as the cross-encoder kind's does on one-label data)."""
     if len({p.similar for p in pairs}) < 2:
         log.warning("the training pairs sampled to start a and b all carry one label: a, b keep their defaults")
         return
@@ -201,7 +207,12 @@ def init_affine(
         batch = encoder.pad(encoder.encode([p.generation_0 for p in chunk] + [p.generation_1 for p in chunk]))
         batch = {k: v.to(device) for k, v in batch.items()} if device is not None else batch
         cos.append(model(batch["input_ids"], batch["attention_mask"])[1].float().cpu())
-    a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
+    try:
+        a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
+    except BackwardsCosine as e:  # e.g. near-identical texts labelled different: training ranks them, a, b follow
+        log.warning("%s; a, b keep their defaults", e)
+        model.train(was_training)
+        return
     with torch.no_grad():
         model.scale.fill_(a)
         model.bias.fill_(b)

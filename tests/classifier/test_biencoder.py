@@ -271,3 +271,38 @@ def test_zero_shot_default_budget_fits_a_roberta_family_encoder(tmp_path, minilm
     clf = zero_shot_classifier(str(tmp_path / "mpnet"), pairs)
     assert clf.encoder.max_tokens_per_response == 30
     assert clf.prob_equivalent([(long_text, long_text)]).shape == (1,)
+
+
+def test_a_backwards_fit_leaves_a_and_b_at_defaults_and_a_stays_positive(minilm_path):
+    """Issue 48: item-rule pairs (near-identical sentences naming different items, labelled different) made the
+    fit on a fold's 64 sampled pairs a = -2.3, and a learns too slowly to turn: that fold's model ranked held-out human
+    pairs backwards (AUC 0.34). A backwards fit now leaves the defaults, and training never takes a below MIN_SCALE."""
+    from transformers import AutoModel
+
+    from darling.classifier.bi_encoder import MIN_SCALE, BackwardsCosine, fit_affine
+    from darling.classifier.bi_encoder_training import init_affine
+
+    items = ["apples", "pears", "plums", "figs", "limes", "dates"]
+    different = [
+        LabelledPair("p", f"My favourite fruit is {a}.", f"My favourite fruit is {b}.", 0)
+        for a, b in zip(items, items[1:], strict=False)
+    ]
+    same = [
+        LabelledPair("p", "Paris.", "The capital of France is the city of Paris, on the Seine.", 1),
+        LabelledPair("p", "Seven.", "The answer is 7, one more than six.", 1),
+        LabelledPair("p", "No.", "I do not think that is the case at all.", 1),
+    ]
+    model = BiEncoder(AutoModel.from_pretrained(minilm_path), "mean")
+    encoder = TextEncoder(load_tokenizer(str(minilm_path)), 64)
+    cos = [model(**encoder.pad(encoder.encode([p.generation_0, p.generation_1])))[1].item() for p in different + same]
+    with pytest.raises(BackwardsCosine):  # the untrained cosine ranks these pairs backwards
+        fit_affine(np.array(cos), np.array([p.similar for p in different + same]))
+    init_affine(model, encoder, different + same)
+    assert (model.scale.item(), model.bias.item()) == (20.0, -10.0)
+
+    config = build_config("cpu", overrides={"kind": "bi-encoder", "freeze_layers": 0})
+    module = BiEncoderModule(model, config)
+    with torch.no_grad():
+        model.scale.fill_(-2.3)
+    module.on_train_batch_end(None, None, 0)
+    assert model.scale.item() == pytest.approx(MIN_SCALE)
