@@ -158,6 +158,7 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
         **os.environ,
         "PYTHONPATH": str(VERL_DEPS),
         "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_worker_niceness": "0",  # Ray's default nice 15 starves its workers beside the suite's other worker
         "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"),
     }
     argv = [sys.executable, str(SCRIPT), str(any_export), str(smollm2_dir), repr(threshold), str(tmp_path)]
