@@ -60,23 +60,13 @@ class BiEncoder(nn.Module):
 MIN_SCALE = 0.1
 
 
-class BackwardsCosine(UserInputError):
-    """The fit pairs' untrained cosines fall as their labels rise (a <= 0)."""
-
-
 def fit_affine(cos: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """(a, b) of a logistic regression of the labels on the cosine (Platt scaling), unregularised; refuses a fit
-    that ranks backwards (``BackwardsCosine``)."""
+    """(a, b) of a logistic regression of the labels on the cosine (Platt scaling), unregularised. a <= 0 means the
+    cosine ranks these pairs backwards: training does not start from such a fit (``init_affine``)."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(labels).astype(int)
     if len(set(labels.tolist())) < 2:
         raise UserInputError("fitting the cosine's affine map needs pairs of both labels")
     lr = LogisticRegression(C=1e6, max_iter=1000).fit(np.asarray(cos, dtype=float).reshape(-1, 1), labels)
-    a, b = float(lr.coef_[0, 0]), float(lr.intercept_[0])
-    if a <= 0:
-        raise BackwardsCosine(
-            f"the cosine ranks these {len(labels)} pairs backwards (fitted a = {a:.3g}): its equivalent pairs are no "
-            "more alike than its different ones, so no probability that rises with similarity fits them"
-        )
-    return a, b
+    return float(lr.coef_[0, 0]), float(lr.intercept_[0])

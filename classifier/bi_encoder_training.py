@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 
-from darling.classifier.bi_encoder import MIN_SCALE, BackwardsCosine, BiEncoder, fit_affine
+from darling.classifier.bi_encoder import MIN_SCALE, BiEncoder, fit_affine
 from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.encoding import TextEncoder
 from darling.classifier.layer_cache import frozen_states, pad_states
@@ -207,11 +207,15 @@ def init_affine(
         batch = encoder.pad(encoder.encode([p.generation_0 for p in chunk] + [p.generation_1 for p in chunk]))
         batch = {k: v.to(device) for k, v in batch.items()} if device is not None else batch
         cos.append(model(batch["input_ids"], batch["attention_mask"])[1].float().cpu())
-    try:
-        a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
-    except BackwardsCosine as e:  # e.g. near-identical texts labelled different: training ranks them, a, b follow
-        log.warning("%s; a, b keep their defaults", e)
-        model.train(was_training)
+    a, b = fit_affine(torch.cat(cos).numpy(), np.array([p.similar for p in pairs]))
+    model.train(was_training)
+    if a <= 0:  # e.g. near-identical texts labelled different: training ranks them right, a and b follow
+        log.warning(
+            "the untrained cosine ranks the %d pairs sampled to start a and b backwards (fitted a = %.3g): "
+            "a, b keep their defaults",
+            len(pairs),
+            a,
+        )
         return
     with torch.no_grad():
         model.scale.fill_(a)

@@ -7,6 +7,8 @@ beside a trained export on the same held-out pairs.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from darling.classifier.bi_encoder import BiEncoder, fit_affine
@@ -16,6 +18,8 @@ from darling.classifier.scoring import BiEncoderClassifier
 from darling.core.encoders import backbone_pooling, load_backbone_encoder, resolve_backbone
 from darling.core.local_models import load_tokenizer
 from darling.core.schemas import LabelledPair
+
+log = logging.getLogger(__name__)
 
 # RoBERTa-family encoders number positions from padding_idx + 1, so two of their position slots are never usable.
 OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "mpnet": 2, "camembert": 2}
@@ -61,6 +65,8 @@ def zero_shot_classifier(
     cos = np.einsum("ij,ij->i", emb[0::2], emb[1::2])
     labels = np.array([p.similar for p in fit_pairs])
     clf.scale, clf.bias = fit_affine(cos, labels)
+    if clf.scale <= 0:  # kept, as fitted: the row reports what the untrained cosine does on these pairs
+        log.warning("the untrained cosine ranks the fit pairs backwards (a = %.3g): P falls as it rises", clf.scale)
     clf.model.scale.data.fill_(clf.scale)
     clf.model.bias.data.fill_(clf.bias)
     return clf.with_threshold(choose_threshold(labels, clf.prob_from_cos(cos), objective))
