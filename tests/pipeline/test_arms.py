@@ -1,7 +1,7 @@
 """`darling pipeline --arms ...` (preset cpu-arms): every other arm of rl-train trained beside DARLING and GRPO from
 the same start with the same settings and seeds, evaluated like them and compared with both. The dry run checks that
 the runs differ in their method alone; the tiny chain trains three arms through their own commands (the fourth,
-passk, runs over two seeds in tests/pipeline/test_gpu_compare.py)."""
+passk, trains through rl-train in tests/rl/test_arms.py; gpu-compare's dry run checks its study lines)."""
 
 import json
 import re
