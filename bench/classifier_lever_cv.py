@@ -28,16 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from classifier_quality import (  # noqa: E402
-    CV_SEED,
-    TEST_FRACTION,
-    TEST_SEED,
-    PairSet,
-    kfold_pairs,
-    load_pairs,
-    run_fold,
-    split_pairs,
-)
+from classifier_quality import load_pairs, protocol_folds, protocol_split, run_fold  # noqa: E402
 
 # name -> (preset, overrides, extra pair kinds)
 LEVERS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
@@ -97,11 +88,10 @@ def run_names(folds: int) -> list[str]:
 def run_lever(lever: str, out: Path, folds: int, item_pairs: list, fixed: dict, limit: int = 0, only: str = "") -> None:
     """The lever's folds and its test-split model, or only the run named ``only``."""
     pairs = load_pairs("noveltybench")
-    train, test = split_pairs(pairs, TEST_FRACTION, TEST_SEED)
+    train, test = protocol_split(pairs)
     if limit:  # a dry run of the script, not a measurement
         train, test, item_pairs = train[:limit], test[: limit // 4], item_pairs[: limit // 4]
-    part = PairSet(train, f"{pairs.source} (train part)", pairs.sha256)
-    sides = [(f"fold-{i}", tr, he) for i, (tr, he) in enumerate(kfold_pairs(part, folds, CV_SEED))]
+    sides = [(f"fold-{i}", tr, he) for i, (tr, he) in enumerate(protocol_folds(pairs, train, folds))]
     spec = {"lever": lever, "spec": LEVERS[lever], "fixed": fixed, "limit": limit}
     for run, tr, he in [*sides, ("test-split", train, test)]:
         path = out / lever / f"{run}.json"

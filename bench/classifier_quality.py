@@ -86,6 +86,16 @@ def lexical_predictions(train: list[LabelledPair], held: list[LabelledPair], obj
     return out
 
 
+def protocol_split(pairs: PairSet) -> tuple[list, list]:
+    """The issue's train and test parts (857 / 143 of NoveltyBench's 1,000, prompt-grouped)."""
+    return split_pairs(pairs, TEST_FRACTION, TEST_SEED)
+
+
+def protocol_folds(pairs: PairSet, train: list, k: int) -> list[tuple[list, list]]:
+    """The grouped K-fold (training side, held-out side) pairs of the train part ``train`` of ``pairs``."""
+    return list(kfold_pairs(PairSet(train, f"{pairs.source} (train part)", pairs.sha256), k, CV_SEED))
+
+
 def run_fold(
     name: str, overrides: dict, preset: str, train: list, held: list, folder: Path, hard_negatives: bool = False
 ) -> dict:

@@ -17,16 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from classifier_quality import (  # noqa: E402
-    CV_SEED,
-    TEST_FRACTION,
-    TEST_SEED,
-    PairSet,
-    kfold_pairs,
-    load_pairs,
-    run_fold,
-    split_pairs,  # noqa: E402
-)
+from classifier_quality import load_pairs, protocol_folds, protocol_split, run_fold  # noqa: E402
 
 from darling.classifier.bi_encoder_training import TextPairDataModule  # noqa: E402
 
@@ -43,9 +34,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=4)
     args = ap.parse_args()
     pairs = load_pairs("noveltybench")
-    train, _ = split_pairs(pairs, TEST_FRACTION, TEST_SEED)
-    part = PairSet(train, f"{pairs.source} (train part)", pairs.sha256)
-    tr, he = next(iter(kfold_pairs(part, 5, CV_SEED)))
+    tr, he = protocol_folds(pairs, protocol_split(pairs)[0], 5)[0]
     rows = []
     for i, which in enumerate(["old", "new", "new", "old"]):
         TextPairDataModule.cache_device = old_cache_device if which == "old" else FIXED

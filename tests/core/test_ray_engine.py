@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import CLI_ENV, darling, limit, vllm_python
+from helpers import CLI_ENV, RAY_TEST_ENV, darling, limit, vllm_python
 
 from darling.core.shards import SHARD_GLOB
 from darling.core.vllm_server import cpu_server_env, free_port
@@ -37,8 +37,7 @@ def ray_cluster():
     if not ray.exists():
         pytest.skip(f"no Ray beside vLLM's CPU build ({ray}): run .ci/setup.sh")
     scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's unix sockets live here
-    env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
-    env["RAY_worker_niceness"] = "0"  # Ray starts workers at nice 15: beside the other test worker they would crawl
+    env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", **RAY_TEST_ENV}
     # Ray 2.60's ray.init() (the verl tests run it) turns token auth on for its new cluster and saves ~/.ray/auth_token;
     # from then on `ray start --head` turns it on too, but `ray start --address` does not load the token and cannot
     # join (CI: both tests errored at this fixture after the verl tests). This cluster's mode is set, not inherited.

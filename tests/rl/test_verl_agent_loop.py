@@ -10,15 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SCRIPTS, limit
+from helpers import RAY_TEST_ENV, SCRIPTS, limit
 from verl_agent_loop_cases import FAILING, QUESTIONS, TRAINING, VALIDATION
 
 from darling.rl.batch_reward import darling_rewards, math_quality
 from darling.rl.reward import RewardConfig
 
-# Ray starts its workers at nice 15: beside the suite's other worker (nice 0) they got a sliver of the 2 cores, and
-# the v0 case took 240 s beside two busy processes against 69 s at nice 0 (2026-11-27; 42 s alone)
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
 CACHE = Path.home() / ".cache/darling"
 VERL09 = Path(os.environ.get("DARLING_VERL09_DEPS", CACHE / "verl-0.9.1"))  # verl 0.9.1 and the deps it needs here
 VERL08 = Path(os.environ.get("DARLING_VERL08", CACHE / "verl-0.8.0"))  # verl 0.8.0 alone, ahead of those deps
@@ -73,7 +70,7 @@ def test_darling_manager_rewards_whole_groups_through_verl(case, tmp_path, reque
     export = request.getfixturevalue("minilm_export" if kind == "cross-encoder" else "minilm_bi_export")
     clf = load_scorer(export)
     clf = clf.with_threshold(threshold_where_groups_matter(clf))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, folders)), **RAY_ENV}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, folders)), **RAY_TEST_ENV}
     out = tmp_path / "result.json"
     argv = [sys.executable, str(SCRIPTS / "verl_agent_loop_script.py"), trainer, str(export), str(smollm2_dir)]
     done = limit(170)  # the slowest case inside the suite: 164 s (verl 0.9.1, TaskRunnerV1, 2026-11-27)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SCRIPTS
+from helpers import RAY_TEST_ENV, SCRIPTS
 from verl_responses import OPTIONS, RESPONSES, VALIDATION
 
 from darling.rl.batch_reward import darling_rewards, math_quality
@@ -157,8 +157,7 @@ def test_real_verl_trainer_steps_and_batch_manager_call_the_darling_reward(tmp_p
     env = {
         **os.environ,
         "PYTHONPATH": str(VERL_DEPS),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_worker_niceness": "0",  # Ray's default nice 15 starves its workers beside the suite's other worker
+        **RAY_TEST_ENV,
         "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"),
     }
     argv = [sys.executable, str(SCRIPT), str(any_export), str(smollm2_dir), repr(threshold), str(tmp_path)]

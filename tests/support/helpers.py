@@ -203,6 +203,14 @@ def vllm_python() -> str:
     return python
 
 
+# For every Ray cluster a test starts: no usage stats, and workers at nice 0. Ray starts its workers at nice 15, and
+# beside the suite's other worker (nice 0) they got a sliver of the 2 cores: the verl v0 agent-loop case beside two
+# busy processes took 240-256 s at nice 15 and 69-79 s at nice 0 (bench/ray_niceness.sh, whose A/B switch is
+# DARLING_RAY_WORKER_NICENESS).
+RAY_TEST_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_worker_niceness": os.environ.get("DARLING_RAY_WORKER_NICENESS", "0"),
+}
 CLI_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
 
 
