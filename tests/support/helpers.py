@@ -246,6 +246,7 @@ TINY_CHAIN = [
         "evaluate_math=false",
         "classifier.max_steps=2",
         "classifier.max_tokens_per_response=32",
+        'classifier.checks=["none"]',  # the packaged checks: scored and asserted in the cpu chain
         "training_pairs.human_pairs=40",
         "rl.max_steps=1",
         "rl.limit=2",
