@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -29,6 +30,38 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "suite_times.json"
+
+
+class MachineClock(threading.Thread):
+    """The whole machine's cumulative busy and idle CPU seconds, sampled every second from /proc/stat into
+    ``machine.jsonl`` beside RAW. The test processes' own clocks miss what they do not wait for (Ray's daemonised
+    workers, the servers the suite shares); the idle seconds are the cores neither worker kept busy."""
+
+    def __init__(self, path: Path):
+        super().__init__(daemon=True)
+        self.path, self.done = path, threading.Event()
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def sample(self) -> dict[str, float]:
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+        busy = user + nice + system + irq + softirq + steal
+        return {"t": time.time(), "busy": busy / self.tick, "idle": (idle + iowait) / self.tick}
+
+    def run(self) -> None:
+        with self.path.open("w") as out:
+            while True:
+                out.write(json.dumps(self.sample()) + "\n")
+                out.flush()
+                if self.done.wait(1.0):
+                    out.write(json.dumps(self.sample()) + "\n")
+                    return
+
+
+def machine_between(samples: list[dict[str, float]], start: float, stop: float) -> dict[str, float]:
+    """Busy and idle CPU seconds of the machine between two times (the nearest samples at or inside them)."""
+    inside = [s for s in samples if start <= s["t"] <= stop] or samples[:1]
+    first, last = inside[0], inside[-1]
+    return {k: round(last[k] - first[k], 1) for k in ("busy", "idle")}
 
 
 def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]) -> tuple[float, int, str]:
@@ -40,6 +73,8 @@ def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), env.get("PYTHONPATH")])),
         "DARLING_REQUIRE_VLLM": "1",  # as CI runs it: a missing vLLM fails, it does not skip
     }
+    clock = MachineClock(raw.parent / "machine.jsonl")
+    clock.start()
     start = time.monotonic()
     proc = subprocess.run(
         [str(tree / ".venv" / "bin" / "python"), "-m", "pytest", "-p", "suite_clock", *pytest_args],
@@ -48,6 +83,8 @@ def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]
         capture_output=True,
         text=True,
     )
+    clock.done.set()
+    clock.join()
     (raw.parent / "pytest.log").write_text(proc.stdout + proc.stderr)
     return time.monotonic() - start, proc.returncode, (proc.stdout + proc.stderr)[-6000:]
 
@@ -95,38 +132,49 @@ def summarise(raw: Path) -> dict[str, Any]:
         }
         for name, m in sorted(modules.items(), key=lambda kv: -kv[1]["worker_s"])
     }
+    machine_file = raw.parent / "machine.jsonl"
+    samples = [json.loads(x) for x in machine_file.read_text().splitlines()] if machine_file.exists() else []
+    machine = {}
+    if samples:
+        machine = {"machine_cpu_s": machine_between(samples, session["start"], session["stop"])}
+        for name, m in modules.items():  # the machine while the module ran (the other worker's tests beside it)
+            table[name]["machine_idle_s"] = machine_between(samples, m["start"], m["stop"])["idle"]
     return {
         "pytest_wall_s": round(session["stop"] - session["start"], 1),
         "exitstatus": session["exitstatus"],
         "outcomes": dict(outcomes),
         "workers_busy_s": {w: round(s, 1) for w, s in sorted(workers.items())},
         "cpu_s": round(sum(cpu.values()), 1),  # the test processes' and their waited-for children's
+        **machine,
         "modules": table,
     }
 
 
 def markdown(result: dict[str, Any], top: int = 40) -> str:
     cpu_total = f"; CPU {result['cpu_s']:,.0f} s" if result.get("cpu_s") else ""
+    if result.get("machine_cpu_s"):
+        machine = result["machine_cpu_s"]
+        cpu_total += f"; the machine busy {machine['busy']:,.0f} s, idle {machine['idle']:,.0f} s (all cores)"
     rows = [
         f"Suite at {result.get('commit', '?')}: pytest {result['pytest_wall_s']:,.0f} s wall"
         + (f", set-up {result['setup_s']:,.0f} s" if result.get("setup_s") is not None else "")
         + f"; workers busy {', '.join(f'{w} {s:,.0f} s' for w, s in result['workers_busy_s'].items())}{cpu_total}; "
         + ", ".join(f"{n} {k}" for k, n in sorted(result["outcomes"].items())),
         "",
-        "| module | tests | worker s | CPU s | wall s | worker | starts at s |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: |",
+        "| module | tests | worker s | CPU s | wall s | worker | starts at s | machine idle s |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for name, m in list(result["modules"].items())[:top]:
         cpu = f"{m['cpu_s']:,.1f}" if m.get("cpu_s") else "–"
         rows.append(
             f"| {name} | {m['tests']} | {m['worker_s']:,.1f} | {cpu} | {m['wall_s']:,.1f} | {m['worker']} | "
-            f"{m['starts_at_s']:,.0f} |"
+            f"{m['starts_at_s']:,.0f} | {m.get('machine_idle_s', '–')} |"
         )
     rest = list(result["modules"].values())[top:]
     if rest:
         rows.append(
             f"| {len(rest)} other modules | {sum(m['tests'] for m in rest)} | {sum(m['worker_s'] for m in rest):,.1f} "
-            f"| {sum(m.get('cpu_s', 0) for m in rest):,.1f} | | | |"
+            f"| {sum(m.get('cpu_s', 0) for m in rest):,.1f} | | | | |"
         )
     return "\n".join(rows) + "\n"
 
