@@ -41,7 +41,7 @@ def test_paper_tiny_runs_every_stage_through_papers_commands(tmp_path, smollm2_d
     command += ["--set", "eval_novelty.engine=hf"]
     command += ["--set", "eval_math.max_tokens=16", "--set", "eval_novelty.max_tokens=16"]  # the preset's 32: no path
     # The judge on the suite's SmolLM2 server: its own (labels.engine=vllm) starts a server as datagen's two do above,
-    # then labels through the same OpenAI client (core/vllm_engine.py); one server start fewer (~20 s alone).
+    # then labels through the same OpenAI client (core/vllm_engine.py); one server start fewer (~16 CPU-s).
     command += ["--set", "labels.engine=openai", "--set", f"labels.base_url={smollm2_server.base_url}/v1"]
     result = subprocess.run(
         [sys.executable, "-m", "darling", *map(str, command)],
