@@ -22,6 +22,10 @@ Embeddings are cached in ``--out`` (``features.npz``), so a rerun recomputes not
 and sentence shuffles (``augmented``), and counterfactual negatives (``counterfactual_negatives``); each fold trains on
 those made from its own training side, and its held-out side's give a dev AUC of meaning (the synthetic column).
 
+``--item-pairs FILE``: also the levers trained with the item-rule pairs of the start policy's answers
+(``item_pairs_lever.py``; no NoveltyBench prompt among them), added whole to every fold's training side: real
+near-identical answers that name different items (not equivalent) beside same-item answers in other words.
+
 ``--export NAME=DIR``: a trained export scored on the two checks as it is (no cross-validation: it may have trained on
 some of the 1,000), for the table's reference rows.
 """
@@ -215,24 +219,25 @@ class Head:
 def lever_row(columns, feats, labels, folds, augment=None, trees=False, kind="swaps/shuffles") -> dict:
     """``augment``: (source index of each synthetic pair in the 1,000) -- a fold trains on the synthetic pairs made
     from its own training side only, and its held-out side's synthetic pairs give the dev AUC of meaning. Synthetic
-    sets of negatives only (the counterfactuals) are scored against their own human-equivalent sources."""
+    sets of negatives only (the counterfactuals) are scored against their own human-equivalent sources. Sources of
+    -1 (pairs from elsewhere: the item-rule pairs) join every fold's training side and have no dev AUC."""
     x = {s: np.stack([feats[s][c] for c in columns], 1) for s in feats}
     oof = np.zeros(len(labels["train"]))
     aug_oof = np.zeros(len(labels["aug"])) if augment is not None else None
     for train, held in folds:
         xs, ys = x["train"][train], labels["train"][train]
         if augment is not None:
-            mine = np.isin(augment, train)
+            mine = np.isin(augment, train) | (augment < 0)
             xs, ys = np.concatenate([xs, x["aug"][mine]]), np.concatenate([ys, labels["aug"][mine]])
         head = Head(xs, ys, trees)
         oof[held] = head(x["train"][held])
-        if augment is not None:
+        if augment is not None and (augment >= 0).any():
             theirs = np.isin(augment, held)
             aug_oof[theirs] = head(x["aug"][theirs])
     name = " + ".join(columns) + (" (trees)" if trees else "") + (f" + {kind}" if augment is not None else "")
     row = {"lever": name, "cv_1000": scored(labels["train"], oof, 0.5)}
     row["cv_synthetic"] = None
-    if augment is not None:
+    if augment is not None and (augment >= 0).any():
         y, s = labels["aug"], aug_oof
         if not y.any():  # negatives only: against the human-equivalent pairs they were made from
             y, s = np.concatenate([y, labels["train"][augment]]), np.concatenate([s, oof[augment]])
@@ -279,6 +284,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--augment", action="store_true", help="also the levers trained with synthetic pairs")
+    ap.add_argument("--item-pairs", type=Path, default=None, help="also the levers trained with these item-rule pairs")
     ap.add_argument("--export", action="append", default=[], help="NAME=DIR: a trained export's rows on the checks")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -303,6 +309,15 @@ def main() -> None:
             for columns in AUGMENTED_LEVERS:
                 for trees in (False, True):
                     rows.append(lever_row(list(columns), feats, labels, folds, source, trees, kind))
+    if args.item_pairs:
+        items = load_pairs(str(args.item_pairs)).pairs
+        feats["aug"] = features_of({"aug": items}, args.out / "features-items.npz")["aug"]
+        labels["aug"] = np.array([p.similar for p in items])
+        print(f"item-rule pairs: {int((labels['aug'] == 0).sum())} negatives, {int(labels['aug'].sum())} positives")
+        elsewhere = np.full(len(items), -1)
+        for columns in AUGMENTED_LEVERS:
+            for trees in (False, True):
+                rows.append(lever_row(list(columns), feats, labels, folds, elsewhere, trees, "item pairs"))
     rows += [export_row(*spec.split("=", 1), sets) for spec in args.export]
     for row in rows:
         print(json.dumps(row), flush=True)

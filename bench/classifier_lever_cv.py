@@ -14,6 +14,7 @@ reuses a finished fold). Checkpoints are deleted once a fold is scored.
     python bench/classifier_lever_cv.py --out runs/lever-cv --item-pairs runs/item-pairs-lever/item_pairs.jsonl
     python bench/classifier_lever_cv.py --out runs/lever-cv --levers cpu,cpu+items --jobs 2 --set epochs=1
     python bench/classifier_lever_cv.py --out runs/lever-cv --analyse     # tables from the kept predictions
+    python bench/classifier_lever_cv.py --out runs/lever-cv --same-as runs/old-lever-cv   # did a rerun change a run?
 """
 
 from __future__ import annotations
@@ -177,8 +178,14 @@ def main() -> None:
     ap.add_argument("--per-run", action="store_true", help="one process per fold / test split, not per lever")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--analyse", action="store_true", help="tables from the kept predictions; trains nothing")
+    ap.add_argument("--same-as", type=Path, default=None, help="per run in both: the largest probability difference")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.same_as:
+        from classifier_lever_tables import differences
+
+        differences(args.out, args.same_as)
+        return
     if args.analyse:
         from classifier_lever_tables import write_tables
 

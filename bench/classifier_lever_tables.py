@@ -7,7 +7,8 @@ test part, NoveltyBench's 100 held-out pairs and the minimal pairs. Derived leve
 - ``LEVER + overlap head``: a logistic regression over LEVER's probability and token Jaccard, fitted on LEVER's
   out-of-fold scores of the train part (its CV column: a second, nested 5-fold CV over those scores).
 
-Writes OUT/levers.json and OUT/levers.md.
+Writes OUT/levers.json and OUT/levers.md. ``differences(OUT, OTHER)`` prints, per run both folders hold, the largest
+difference of any probability (held-out side and checks): a rerun that should not have changed shows ~1e-7.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ def load_runs(out: Path) -> dict[str, dict[str, dict]]:
         row = json.loads(path.read_text())
         runs.setdefault(row["lever"], {})[row["run"]] = row
     return runs
+
+
+def differences(out: Path, other: Path) -> None:
+    theirs = load_runs(other)
+    for lever, runs in load_runs(out).items():
+        for run, row in sorted(runs.items()):
+            if run in theirs.get(lever, {}):
+                ours, old = row, theirs[lever][run]
+                sides = [(ours["held"], old["held"])] + [(ours["checks"][c], old["checks"][c]) for c in CHECKS]
+                most = max(abs(a[k] - b[k]) for a, b in sides for k in a)
+                print(f"{lever} {run}: largest probability difference {most:.1e}")
 
 
 def pair_table() -> dict[str, tuple[int, float]]:
