@@ -28,8 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 from classifier_quality import load_pairs, protocol_folds, protocol_split, run_fold  # noqa: E402
@@ -83,10 +81,14 @@ def from_env(value):
 
 def start_scale_at(scale: float) -> None:
     """Start a at ``scale`` with the fitted decision boundary kept (cos* = -b/a, 0.5 at the defaults): training's
-    own start (``init_affine``) runs first, then a and b are rescaled. In this process only."""
+    own start (``init_affine``) runs first, then a and b are rescaled. In this process only; calling it again (the
+    next run of the lever) wraps the original start, not the last wrapper."""
+    import torch
+
     from darling.classifier import bi_encoder_training as bt
 
-    fitted = bt.init_affine
+    fitted = getattr(bt, "_fitted_init_affine", bt.init_affine)
+    bt._fitted_init_affine = fitted
 
     def init_then_rescale(model, *args, **kwargs) -> None:
         fitted(model, *args, **kwargs)
