@@ -19,174 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from darling.core.item_categories import FIRST_CATEGORIES, HELDOUT_CATEGORIES
+
 ITEM_PROMPT = "Name {phrase}. Answer with one full sentence."
 
 # key -> (the phrase the prompt names it by, its members; a member is "Name" or ("Name", "alias", ...)). Names match
 # in any case ("the earth"), except those that are also common words in lower case: "may", "march", "cancer".
-CATEGORIES: dict[str, tuple[str, tuple]] = {
-    "planet": (
-        "a planet of the solar system",
-        ("Mercury", "Venus", "Earth", "Mars", "Jupiter", "Saturn", "Uranus", "Neptune"),
-    ),
-    "month": (
-        "a month of the year",
-        (
-            "January",
-            "February",
-            "March",
-            "April",
-            "May",
-            "June",
-            "July",
-            "August",
-            ("September", "Sept"),
-            "October",
-            "November",
-            "December",
-        ),
-    ),
-    "weekday": ("a day of the week", ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")),
-    "zodiac": (
-        "a sign of the zodiac",
-        (
-            "Aries",
-            "Taurus",
-            "Gemini",
-            "Cancer",
-            "Leo",
-            "Virgo",
-            "Libra",
-            "Scorpio",
-            "Sagittarius",
-            "Capricorn",
-            "Aquarius",
-            "Pisces",
-        ),
-    ),
-    "continent": (
-        "a continent",
-        ("Africa", "Antarctica", "Asia", ("Australia", "Oceania"), "Europe", "North America", "South America"),
-    ),
-    "ocean": ("an ocean", ("Pacific", "Atlantic", "Indian Ocean", "Arctic", ("Southern Ocean", "Antarctic Ocean"))),
-    "rainbow": ("a colour of the rainbow", ("red", "orange", "yellow", "green", "blue", "indigo", "violet")),
-    "noble-gas": ("a noble gas", ("helium", "neon", "argon", "krypton", "xenon", "radon", "oganesson")),
-    "olympian": (
-        "one of the Olympian gods",
-        (
-            "Zeus",
-            "Hera",
-            "Poseidon",
-            "Demeter",
-            "Athena",
-            "Apollo",
-            "Artemis",
-            "Ares",
-            "Aphrodite",
-            "Hephaestus",
-            "Hermes",
-            ("Dionysus", "Dionysos"),
-            "Hestia",
-        ),
-    ),
-    "beatle": (
-        "a member of the Beatles",
-        (
-            ("John Lennon", "Lennon"),
-            ("Paul McCartney", "McCartney"),
-            ("George Harrison", "Harrison"),
-            ("Ringo Starr", "Ringo"),
-        ),
-    ),
-    "great-lake": (
-        "one of the Great Lakes of North America",
-        ("Lake Superior", "Lake Michigan", "Lake Huron", "Lake Erie", "Lake Ontario"),
-    ),
-    "chess-piece": ("a chess piece", ("king", "queen", ("rook", "castle"), "bishop", "knight", "pawn")),
-    "sense": ("one of the five senses", (("sight", "vision"), "hearing", "smell", "taste", "touch")),
-    "season": ("a season of the year", ("spring", "summer", ("autumn", "fall"), "winter")),
-    "south-america": (
-        "a country in South America",
-        (
-            "Argentina",
-            "Bolivia",
-            "Brazil",
-            "Chile",
-            "Colombia",
-            "Ecuador",
-            "Guyana",
-            "Paraguay",
-            "Peru",
-            "Suriname",
-            "Uruguay",
-            "Venezuela",
-        ),
-    ),
-    "wonder": (
-        "one of the Seven Wonders of the Ancient World",
-        (
-            ("Great Pyramid of Giza", "Great Pyramid", "Pyramid of Giza", "Pyramids of Giza"),
-            ("Hanging Gardens of Babylon", "Hanging Gardens"),
-            ("Statue of Zeus",),
-            ("Temple of Artemis",),
-            ("Mausoleum at Halicarnassus", "Mausoleum"),
-            ("Colossus of Rhodes", "Colossus"),
-            ("Lighthouse of Alexandria", "Pharos"),
-        ),
-    ),
-    "alkali-metal": (
-        "an alkali metal",
-        ("lithium", "sodium", "potassium", "rubidium", ("caesium", "cesium"), "francium"),
-    ),
-    "card-suit": (
-        "a suit of playing cards",
-        (("hearts", "heart"), ("diamonds", "diamond"), ("clubs", "club"), ("spades", "spade")),
-    ),
-    "pacific-state": ("a US state on the Pacific coast", ("California", "Oregon", "Washington", "Alaska", "Hawaii")),
-    "nordic": ("a Nordic country", ("Denmark", "Finland", "Iceland", "Norway", "Sweden")),
-    "g7": (
-        "a member country of the G7",
-        (
-            "Canada",
-            "France",
-            "Germany",
-            "Italy",
-            "Japan",
-            ("United Kingdom", "UK", "Britain"),
-            ("United States", "USA", "America"),
-        ),
-    ),
-    "galilean-moon": ("one of Jupiter's Galilean moons", ("Io", "Europa", "Ganymede", "Callisto")),
-    "tragedy": (
-        "a tragedy by Shakespeare",
-        (
-            "Hamlet",
-            "Macbeth",
-            ("King Lear", "Lear"),
-            "Othello",
-            "Romeo and Juliet",
-            "Julius Caesar",
-            "Antony and Cleopatra",
-            "Coriolanus",
-            "Titus Andronicus",
-        ),
-    ),
-    "hogwarts": ("a house of Hogwarts", ("Gryffindor", "Hufflepuff", "Ravenclaw", "Slytherin")),
-    "light-element": (
-        "one of the first ten chemical elements",
-        ("hydrogen", "helium", "lithium", "beryllium", "boron", "carbon", "nitrogen", "oxygen", "fluorine", "neon"),
-    ),
-    "polygon": (
-        "a polygon with three to eight sides",
-        (
-            "triangle",
-            ("square", "quadrilateral", "rectangle"),
-            "pentagon",
-            "hexagon",
-            ("heptagon", "septagon"),
-            "octagon",
-        ),
-    ),
-}
+CATEGORIES = {**FIRST_CATEGORIES, **HELDOUT_CATEGORIES}
 # A sentence or two, as the prompt asks: fewer words is a bare name, more is an essay.
 MIN_WORDS, MAX_WORDS, MAX_SENTENCES = 5, 40, 2
 
@@ -220,7 +59,7 @@ def category_of(prompt: str) -> Category | None:
     return _category_by_prompt().get(prompt.strip())
 
 
-CASE_SENSITIVE = frozenset({"May", "March", "Cancer", "Io", "Lear", "Sept", "UK", "USA"})
+CASE_SENSITIVE = frozenset({"May", "March", "Cancer", "Io", "Lear", "Sept", "UK", "USA", "Mark"})
 
 
 @cache
@@ -271,13 +110,18 @@ def distinct_items(prompt: str, answers: Sequence[str]) -> int:
 
 
 def item_prompt_sets(heldout: int = 8, seed: int = 13) -> dict[str, list[dict]]:
-    """The packaged ``items-train`` / ``items-heldout`` records: the categories split once by a seeded shuffle, so
-    no category is in both (the shipped files are this function's output; a test keeps them so)."""
+    """The packaged ``items-train`` / ``items-heldout`` records (the shipped files are this function's output; a test
+    keeps them so): issue 49's categories split once by a seeded shuffle (``heldout`` of them held out), and every
+    category added since held out, so no category is in both and the training prompts never change."""
     import random
 
-    keys = sorted(CATEGORIES)
+    keys = sorted(FIRST_CATEGORIES)
     random.Random(seed).shuffle(keys)
-    split = {"items-heldout": sorted(keys[:heldout]), "items-train": sorted(keys[heldout:])}
+    # the first held-out categories first, as shipped before: a run that read the first 8 reads the same 8
+    split = {
+        "items-heldout": [*sorted(keys[:heldout]), *sorted(HELDOUT_CATEGORIES)],
+        "items-train": sorted(keys[heldout:]),
+    }
     return {
         name: [{"id": f"{name}-{key}", "category": key, "prompt": categories()[key].prompt} for key in chosen]
         for name, chosen in split.items()

@@ -7,6 +7,7 @@ import json
 import pytest
 from helpers import REPO
 
+from darling.core.item_categories import FIRST_CATEGORIES, HELDOUT_CATEGORIES
 from darling.core.items import (
     CATEGORIES,
     categories,
@@ -68,9 +69,21 @@ def test_packaged_prompt_sets_are_the_categories_split_once():
         with gzip.open(path, "rt") as fh:
             assert [json.loads(line) for line in fh] == rows  # the shipped file is the split
     train, heldout = ({r["category"] for r in sets[n]} for n in ("items-train", "items-heldout"))
-    assert not train & heldout and train | heldout == set(CATEGORIES) and len(heldout) == 8
+    assert not train & heldout and train | heldout == set(CATEGORIES)
+    # issue 49's split kept (18 training, its 8 held out first), every category added since held out: >= 24 held out
+    assert len(train) == 18 and len(heldout) >= 24
+    assert [r["category"] for r in sets["items-heldout"][:8]] == sorted(set(FIRST_CATEGORIES) - train)
+    assert HELDOUT_CATEGORIES.keys() <= heldout
     # loadable by name where prompts are read: rl-train's problems and eval novelty's prompts
     assert [p.problem for p in load_problems("items-train")] == [r["prompt"] for r in sets["items-train"]]
     loaded = load_prompts("items-heldout")
     assert [(p.prompt_id, p.category) for p in loaded] == [(r["id"], r["category"]) for r in sets["items-heldout"]]
     assert all(category_of(p.prompt) is not None for p in loaded)
+
+
+def test_every_name_of_every_member_is_read_back_as_that_member():
+    """No member is shadowed by another's name or alias, in any category (the added ones included)."""
+    for category in categories().values():
+        for member in category.members:
+            for name in member:
+                assert item_of(category, f"I would pick {name} here.") == member[0], (category.key, name)
