@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
+from darling.core.checkers import Checker, key_classes
 
 # Decides a batch of (group index, i, j) pairs: True where responses i and j of that group are equivalent.
 DecidePairs = Callable[[list[tuple[int, int, int]]], Sequence[bool]]
@@ -96,14 +97,32 @@ def partition_matrices(decisions: Sequence[np.ndarray]) -> list[list[int]]:
     return out
 
 
-Scorer = EquivalenceScorer | Callable[[list[tuple[str, str]]], Sequence[bool]]
+class KeyPartition:
+    """A partition no classifier decides: each group's answers by the key a checker reads off them
+    (``darling.core.checkers``), the exact partition where a task has one. It reads each group's prompt."""
+
+    kind = "checker"
+
+    def __init__(self, checker: Checker):
+        self.checker = checker
+
+    def classes(self, prompts: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        return [key_classes(self.checker.keys(p, g)) for p, g in zip(prompts, groups, strict=True)]
+
+
+Scorer = EquivalenceScorer | KeyPartition | Callable[[list[tuple[str, str]]], Sequence[bool]]
 
 
 def partition_texts(
-    groups: Sequence[Sequence[str]], scorer: Scorer, prune: bool = True
+    groups: Sequence[Sequence[str]], scorer: Scorer, prune: bool = True, prompts: Sequence[str] | None = None
 ) -> tuple[list[list[int]], PartitionStats]:
-    """Partition groups of texts with a scorer of either kind, or any ``is_equivalent(list of (a, b)) -> bools``."""
+    """Partition groups of texts with a scorer of either kind, any ``is_equivalent(list of (a, b)) -> bools``, or a
+    checker's keys (``KeyPartition``: ``prompts``, one per group, needed)."""
     total = sum(len(g) * (len(g) - 1) // 2 for g in groups)
+    if isinstance(scorer, KeyPartition):
+        if prompts is None:
+            raise ValueError("the checker's partition reads each group's prompt: pass prompts")
+        return scorer.classes(prompts, groups), PartitionStats(total, 0, 0)
     if isinstance(scorer, EmbeddingScorer):
         probs = scorer.prob_matrices(groups)
         classes = partition_matrices([p >= scorer.threshold for p in probs])

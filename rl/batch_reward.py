@@ -62,11 +62,12 @@ def darling_rewards(
     config: RewardConfig | None = None,
     scale: str = "none",
     term: RewardConfig | None = None,
+    prompts: Sequence[str] | None = None,
 ) -> BatchReward:
     """Rewards for ``groups`` of responses (one group per prompt) given their ``quality`` scores. ``scale``: the
     trainer's advantage scaling (``scale_rewards``), for the advantages and the term's effect. ``term``: for a
     reward that applies no diversity (``combine="quality"``, the GRPO baseline), the DARLING reward whose effect is
-    measured (default ``multiply``)."""
+    measured (default ``multiply``). ``prompts``: each group's prompt, which a checker's partition reads."""
     config = config or RewardConfig()
     if len(groups) != len(quality) or any(len(g) != len(q) for g, q in zip(groups, quality, strict=True)):
         raise ValueError("groups and quality must have the same shape")
@@ -79,7 +80,7 @@ def darling_rewards(
         if scorer is None:
             raise ValueError(f"combine={config.combine!r} needs a pair scorer")
         kept = [[t for t, inc in zip(g, incs, strict=True) if inc] for g, incs in zip(groups, included, strict=True)]
-        classes, stats = partition_texts(kept, scorer)
+        classes, stats = partition_texts(kept, scorer, prompts=prompts)
     div = [group_diversity(c, inc, config) for c, inc in zip(classes, included, strict=True)]
     rewards = [combine(q, d, config) for q, d in zip(quality, div, strict=True)]
     applied = config.combine != "quality"

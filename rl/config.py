@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from darling.core.checkers import CHECKER_NAMES
 from darling.core.config import CommandConfig, option
 from darling.core.deprecation import renamed_attributes
 from darling.core.errors import UserInputError
@@ -187,6 +188,13 @@ class RLTrainConfig(CommandConfig):
     )
     passk_k: int = option(
         REWARD_DEFAULTS.passk_k, help="passk: the k of pass@k (at most num_generations).", panel=REWARD_PANEL
+    )
+    checker: str = option(
+        "items",
+        choices=CHECKER_NAMES,
+        help="checker-ceiling: the rule whose keys partition each group (items: the member an item prompt's "
+        "answer names); prompts it reads no key on are refused.",
+        panel=REWARD_PANEL,
     )
     entropy_coef: float = option(
         0.0,

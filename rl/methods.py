@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from darling.rl.config import RLTrainConfig
 
 CLASSIFIER = "classifier"  # what partitions a group's responses in the reward: the classifier, or the n-gram rule
+CHECKER = "checker"  # ... or a checker's keys (darling.core.checkers): the exact partition, where a task has one
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Method:
     name: str
     about: str  # one line, for --help and reports
     combine: str  # RewardConfig.combine: multiply | add | quality | passk
-    partition: str | None = None  # CLASSIFIER | NGRAM | None: the reward reads no partition
+    partition: str | None = None  # CLASSIFIER | NGRAM | CHECKER | None: the reward reads no partition
     entropy: bool = False  # TRL's entropy bonus on the loss (entropy_coef > 0)
     fields: tuple[str, ...] = ()  # RLTrainConfig fields only this arm reads (refused, or meaningless, on another)
 
@@ -55,6 +56,14 @@ METHODS: dict[str, Method] = {
             fields=("entropy_coef",),
         ),
         Method("passk", "the pass@k advantage of quality (arXiv 2508.10751; passk_k)", "passk", fields=("passk_k",)),
+        Method(
+            "checker-ceiling",
+            "quality x diversity of the checker's exact partition (item prompts): the most a classifier could give "
+            "on the task, a ceiling, not DARLING",
+            "multiply",
+            CHECKER,
+            fields=("checker",),
+        ),
     )
 }
 METHOD_NAMES = tuple(METHODS)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from darling.classifier.export import ClassifierExport
+from darling.core.checkers import get_checker
 from darling.core.deprecation import warn_renamed
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
@@ -24,7 +25,7 @@ from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
 from darling.rl.config import OLD_SETTINGS_FILE, SETTINGS_FILE, RLTrainConfig, trl_fields
-from darling.rl.methods import NGRAM
+from darling.rl.methods import CHECKER, NGRAM
 
 # What a resumed run may change: the settings marked RESUMABLE where RLTrainConfig declares them.
 RESUME_MAY_CHANGE = frozenset(f.name for f in fields(RLTrainConfig) if f.metadata.get("resume_may_change"))
@@ -40,6 +41,9 @@ def build_dataset(config: RLTrainConfig):
             raise UserInputError(
                 f"{config.problems}: no problems with a reference answer (open-ended prompts: --quality short-answer)"
             )
+    if config.arm.partition == CHECKER:  # the ceiling arm: every prompt's answers must carry a key its rule reads
+        rendered = [config.user_template.replace("{problem}", p.problem) for p in problems]
+        get_checker(config.checker).require(rendered, f"--method {config.method} on {config.problems}")
     rows = [
         {
             "prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
@@ -52,15 +56,19 @@ def build_dataset(config: RLTrainConfig):
 
 
 def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
-    """What partitions the groups: for darling-ngram its word n-gram scorer (no model); else the in-process (on
+    """What partitions the groups: for darling-ngram its word n-gram scorer (no model), for checker-ceiling the
+    checker's keys; else the in-process (on
     ``classifier_device``, default this rank's accelerator) or vLLM-served classifier, either kind, of ``export``
     (``config.classifier`` already read) or ``config.classifier``. An arm whose reward reads no partition gets one
     only to measure distinct per group for the logs (None without --classifier)."""
     from darling.classifier.ngram import ngram_scorer  # loads torch (through scoring): not before the settings
+    from darling.classifier.partition import KeyPartition  # loads torch (through scoring): not before the settings
     from darling.classifier.scoring import load_scorer  # loads torch: not before the settings are checked
 
     if config.arm.partition == NGRAM:
         return ngram_scorer(config.ngram_n, config.ngram_threshold)
+    if config.arm.partition == CHECKER:
+        return KeyPartition(get_checker(config.checker))
     if config.classifier is None:
         return None
     export = export or ClassifierExport(config.classifier)

@@ -107,6 +107,8 @@ class DarlingRewardFunction:
         # TRL logs rewards/<name>: the DARLING reward, quality alone, or pass@k advantages
         self.__name__ = {"quality": "quality", "passk": "passk"}.get(self.config.combine, "darling")
         self.last: BatchReward | None = None  # the last BatchReward, for tests and callbacks
+        self.last_groups: list[list[str]] = []  # ... and the texts and prompt of each of its groups
+        self.last_prompts: list[str] = []
 
     def groups(self, prompts: Sequence[Any], texts: list[str]) -> list[list[str]]:
         n = self.num_generations
@@ -127,8 +129,9 @@ class DarlingRewardFunction:
         quality = self.quality([prompt_text(p) for p in prompts], texts, kwargs)
         n = self.num_generations
         per_group = [quality[k : k + n] for k in range(0, len(quality), n)]
-        result = darling_rewards(groups, per_group, self.scorer, self.config, self.scale, self.term)
-        self.last = result
+        heads = [prompt_text(prompts[k]) for k in range(0, len(prompts), n)]  # each group's prompt: a checker reads it
+        result = darling_rewards(groups, per_group, self.scorer, self.config, self.scale, self.term, heads)
+        self.last, self.last_groups, self.last_prompts = result, groups, heads
         if log_metric is not None:
             log_effect(log_metric, result)
             flat = lambda rows: [x for row in rows for x in row]  # noqa: E731

@@ -100,3 +100,48 @@ def test_an_arms_own_settings_reach_that_arm_only():
     for arm, settings in taken.items():
         config = RLTrainConfig.build("naming", overrides={**settings, "method": arm, "classifier": "x", "output": "o"})
         assert config.arm is METHODS[arm]
+
+
+def test_the_ceiling_arm_rewards_with_the_checkers_exact_partition(tmp_path, smollm2_dir):
+    """checker-ceiling (issue 61): one real step on two item prompts; each group's rewards are quality x diversity of
+    the partition by the member each answer names (read here by darling.core.items, not the arm's code), and the
+    arm is refused in one line on prompts the checker reads no key on."""
+    from darling.core.items import category_of, item_of, item_sentence_quality
+
+    prompts = [{"id": k, "question": categories_prompt(k)} for k in ("planet", "weekday")]
+    problems = write_jsonl(tmp_path / "items.jsonl", prompts)
+    config = RLTrainConfig.build(
+        "items",
+        overrides=dict(output=tmp_path / "rl", problems=str(problems), method="checker-ceiling", use_cpu=True)
+        | dict(TINY, max_completion_length=24, temperature=1.0),
+    )
+    trainer = build_trainer(config)
+    rl_train(config, trainer=trainer)
+    batch, seen, joined = trainer.darling_reward.last, 0, 0
+    for group, rewards in zip(batch_texts(trainer), batch.rewards, strict=True):
+        prompt, texts = group
+        members = [item_of(category_of(prompt), t) for t in texts]
+        classes = [members.index(m) if m is not None else 100 + i for i, m in enumerate(members)]
+        quality = [item_sentence_quality(prompt, t.strip()) for t in texts]
+        assert rewards == pytest.approx([q * d for q, d in zip(quality, diversity(classes), strict=True)])
+        seen, joined = seen + 1, joined + (len(set(classes)) < len(classes))
+    assert seen == 2 and joined  # the partition joined two answers naming one member: the arm acted
+    log = trainer.state.log_history[0]
+    assert "darling/groups_changed" in log and log["darling/classifier_pairs"] == 0  # no pair decided: keys only
+    bad = darling_in_process(
+        "rl-train", "--preset", "items", "--problems", "naming-train", "--method", "checker-ceiling", "-o", tmp_path / "x"
+    )
+    assert bad.returncode == 2 and "has no items checker" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def categories_prompt(key: str) -> str:
+    from darling.core.items import categories
+
+    return categories()[key].prompt
+
+
+def batch_texts(trainer) -> list[tuple[str, list[str]]]:
+    """The last batch's groups as the reward function saw them: (prompt, texts) per group."""
+    reward = trainer.darling_reward
+    return list(zip(reward.last_prompts, reward.last_groups, strict=True))

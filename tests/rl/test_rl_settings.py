@@ -123,7 +123,7 @@ DARLING_OWN = {
     "policy", "problems", "limit", "user_template", "method", "classifier", "classifier_urls",
     "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
     "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "norm", "correct_only",
-    "floor", "ngram_n", "ngram_threshold", "passk_k", "prune_checkpoints", "threads", "engine", "verl_gpus",
+    "floor", "ngram_n", "ngram_threshold", "passk_k", "checker", "prune_checkpoints", "threads", "engine", "verl_gpus",
     "verl_nodes", "dry_run", "trl", "trainable_layers",
 }  # fmt: skip
 

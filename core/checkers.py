@@ -1,0 +1,73 @@
+"""Checkers: rules that read a *key* off an answer where the task has one (an item prompt's member today; a math
+final answer could be another), so that two answers with the same key are the same answer whatever their wording.
+
+Where a task has a checker, it is the truth a pair classifier is measured against and the CPU stand-in for the
+paper's 70B judge: ``datagen pairs --checker`` pairs a policy's answers by key, ``datagen label --checker`` labels
+them (same key: equivalent; different keys: not; an answer with no key is never paired), an LLM judge run on the same
+pairs is scored against it, and the ``checker-ceiling`` arm rewards with its exact partition (the most a classifier
+could give on the task, not the method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from darling.core.errors import UserInputError
+from darling.core.items import ITEM_PROMPT, category_of, item_of
+
+
+@dataclass(frozen=True)
+class Checker:
+    name: str
+    about: str  # one line, for --help and reports
+    prompts: str  # which prompts it reads keys for, for the error on the others
+    applies: Callable[[str], bool]  # prompt -> whether its answers carry a key this rule reads
+    read_key: Callable[[str, str], str | None]  # (prompt, answer) -> the key, None when the answer names none
+
+    def key(self, prompt: str, answer: str) -> str | None:
+        if not self.applies(prompt):
+            raise UserInputError(f"the {self.name} checker reads no key on {prompt[:80]!r}: it takes {self.prompts}")
+        return self.read_key(prompt, answer)
+
+    def keys(self, prompt: str, answers: Sequence[str]) -> list[str | None]:
+        return [self.key(prompt, a) for a in answers]
+
+    def require(self, prompts: Sequence[str], where: str) -> None:
+        """One line naming the first prompt the checker has no key for (``where``: what the prompts are)."""
+        for i, prompt in enumerate(prompts):
+            if not self.applies(prompt):
+                raise UserInputError(
+                    f"{where}: prompt {i + 1} ({prompt[:60]!r}) has no {self.name} checker: it takes {self.prompts}"
+                )
+
+
+def _item_key(prompt: str, answer: str) -> str | None:
+    category = category_of(prompt)
+    assert category is not None  # Checker.key asked ``applies`` first
+    return item_of(category, answer)
+
+
+ITEMS = Checker(
+    "items",
+    "the member of the item prompt's category an answer names (darling.core.items)",
+    f"item prompts ({ITEM_PROMPT!r}: items-train, items-heldout)",
+    lambda prompt: category_of(prompt) is not None,
+    _item_key,
+)
+CHECKERS: dict[str, Checker] = {c.name: c for c in (ITEMS,)}
+CHECKER_NAMES = tuple(CHECKERS)
+
+
+def get_checker(name: str) -> Checker:
+    if name not in CHECKERS:
+        raise UserInputError(f"unknown checker {name!r}: choose {', '.join(CHECKER_NAMES)}")
+    return CHECKERS[name]
+
+
+def key_classes(keys: Sequence[str | None]) -> list[int]:
+    """The checker's partition of one group: answers with the same key share a class; an answer with no key is a
+    class of its own (it is not the same answer as any other). Classes are numbered by first appearance, as the
+    union-find partition numbers them."""
+    label: dict[object, int] = {}
+    return [label.setdefault(key if key is not None else ("no key", i), len(label)) for i, key in enumerate(keys)]
