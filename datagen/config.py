@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from darling.core.checkers import CHECKER_NAMES, get_checker
 from darling.core.config import CommandConfig, option
 from darling.core.engine_api import Sampling
 from darling.core.engine_config import ENGINE_OVERRIDES, EngineConfig, engine_option
@@ -148,13 +149,20 @@ class RolloutConfig(EngineConfig):
 
     problems: str | None = option(None, help=PROBLEMS_HELP)
     output: Path = option(aliases=("-o",), help="Folder of Parquet shards (rerun to resume).")
-    model: list[str] = option(factory=list, aliases=("-m",), help="Generator model (repeatable); smollm2 = packaged.")
+    model: list[str] = option(
+        factory=list, aliases=("-m",), help="Generator: PATH or NAME=PATH (repeatable); smollm2 = packaged."
+    )
     generators: Path | None = option(None, help=GENERATORS_HELP)
     specs: list[GeneratorSpec] = option(
         factory=list, flag=False, help="Generators given in Python (GeneratorSpec), before --generators and --model."
     )
     system_prompt: str | None = option(
         None, help="System prompt for --model generators ('' for none; default: a math tutor's)."
+    )
+    user_template: str | None = option(
+        None,
+        help="User message of --model generators, {problem} in it (default: the problem, then 'Reason step by "
+        "step...\\boxed{}'); '{problem}' alone asks the prompt as it is.",
     )
     n: int = option(4, aliases=("-n",), help="Samples per model per problem.")
     temperature: float = option(1.0, help="Sampling temperature.")
@@ -170,11 +178,14 @@ class RolloutConfig(EngineConfig):
 
     def check(self) -> None:
         check_sampling(self.n, self.temperature, self.top_p, self.max_tokens)
+        if self.user_template is not None and "{problem}" not in self.user_template:
+            raise UserInputError("--user-template must contain {problem}")
 
     def generator_specs(self) -> list[GeneratorSpec]:
         """``specs``, then the ``generators`` file's entries, then one per ``model`` (with ``system_prompt``)."""
         specs = [*self.specs, *(load_generator_config(self.generators) if self.generators else [])]
-        return specs + [GeneratorSpec(name=m, system_prompt=system_prompt(self.system_prompt)) for m in self.model]
+        template = self.user_template or DEFAULT_USER_TEMPLATE
+        return specs + [parse_model(m, system_prompt(self.system_prompt), template) for m in self.model]
 
     def sampling_for(self, spec: GeneratorSpec) -> Sampling:
         pick = lambda own, default: default if own is None else own  # noqa: E731
@@ -200,6 +211,22 @@ class RolloutConfig(EngineConfig):
         }
 
 
+def parse_model(
+    text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, user_template: str = DEFAULT_USER_TEMPLATE
+) -> GeneratorSpec:
+    """``--model NAME=PATH`` (a checkpoint shown as NAME) or ``--model PATH`` (shown as itself), prompted with
+    ``system_prompt`` and ``user_template``."""
+    name, sep, path = text.partition("=")
+    sep = sep if "/" not in name else ""  # "runs/lr=1e-5/ckpt" is a path, not NAME=PATH
+    if sep and (not name.strip() or not path.strip()):
+        raise UserInputError(f"--model {text!r}: expected NAME=PATH or PATH")
+    return (
+        GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt, user_template=user_template)
+        if sep
+        else GeneratorSpec(name=text, system_prompt=system_prompt, user_template=user_template)
+    )
+
+
 def system_prompt(given: str | None) -> str | None:
     """``--system-prompt``: unset -> the default math prompt; '' -> none."""
     return DEFAULT_SYSTEM_PROMPT if given is None else given or None
@@ -220,7 +247,14 @@ class PairConfig(CommandConfig):
     output: Path = option(aliases=("-o",), help="Writes pairs.parquet and summary.json.")
     correct_only: bool = option(False, help="Only responses math-verify marks correct.")
     cross_model_only: bool = option(False, help="Only pairs of two different models.")
-    max_pairs_per_problem: int | None = option(16, help="Sample at most this many pairs per problem (0 = all).")
+    max_pairs_per_problem: int | None = option(
+        16, help="Sample at most this many pairs per problem (0 = all); with --checker, this many of each label."
+    )
+    checker: str | None = option(
+        None,
+        help=f"Pair by a rule's keys instead of math answers ({', '.join(CHECKER_NAMES)}): two answers with a key, "
+        "the same key or not, both labels equally many; answers without a key are never paired.",
+    )
     seed: int = option(0, help="Seed of the per-problem sampling.")
     workers: int = option(0, help="Processes comparing answers (math-verify is CPU-bound); 0 = one per core, up to 8.")
 
@@ -232,6 +266,10 @@ class PairConfig(CommandConfig):
     def check(self) -> None:
         if self.max_pairs_per_problem is not None and self.max_pairs_per_problem < 0:
             raise UserInputError("--max-pairs-per-problem must be >= 1 (or 0 for all)")
+        if self.checker is not None:
+            get_checker(self.checker)
+            if self.correct_only:
+                raise UserInputError("--correct-only is math-verify's: with --checker the keys decide the pairs")
 
 
 STRUCTURED = ("none", "choice", "regex")
@@ -243,7 +281,14 @@ class JudgeConfig(EngineConfig):
 
     pairs: Path = option(help="pairs.parquet or its folder (from `darling datagen pairs`).")
     output: Path = option(aliases=("-o",), help="Writes records/ and labelled.parquet.")
-    judge_model: str = option(help="Judge model: server model name, HF path, or smollm2.")
+    judge_model: str | None = option(
+        None, help="Judge model: server model name, HF path, or smollm2 (none with --checker: the checker labels)."
+    )
+    checker: str | None = option(
+        None,
+        help=f"A rule reading each answer's key ({', '.join(CHECKER_NAMES)}): alone, it labels the pairs (same key: "
+        "equivalent); with --judge-model, the judge's labels are scored against it (summary.json: agreement).",
+    )
     engine: str = engine_option("openai")
     prompt_file: Path | None = option(None, help="Your template with {problem}, {solution_1}, {solution_2}.")
     both_orders: bool = option(
@@ -261,6 +306,10 @@ class JudgeConfig(EngineConfig):
     shard_size: int = option(32, help="Judged pairs per Parquet shard (flush interval).")
 
     def check(self) -> None:
+        if self.judge_model is None and self.checker is None:
+            raise UserInputError("give --judge-model (an LLM judge), --checker (labels by rule), or both")
+        if self.checker is not None:
+            get_checker(self.checker)  # an unknown name, refused in one line
         if self.votes < 1:
             raise UserInputError("--votes must be >= 1")
         if self.votes > 1 and self.temperature <= 0:

@@ -1,4 +1,5 @@
-"""Pairs -> labelled pairs: an LLM judge decides whether two same-answer solutions use different strategies.
+"""Pairs -> labelled pairs: an LLM judge decides whether two same-answer solutions use different strategies (or,
+where a task has a checker, the rule labels them: ``darling.datagen.checker_labels``).
 
 What the released helper got wrong, and this module does not do:
 - a failed call or an unparseable verdict became "not similar" (a label). Here a verdict is the *last*
@@ -20,6 +21,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from darling.core.checkers import get_checker
 from darling.core.engine_api import ChatRequest, ChatResult, Engine, Sampling
 from darling.core.engine_config import engine_options
 from darling.core.engines import build_engine
@@ -28,6 +30,13 @@ from darling.core.progress import progress_bar
 from darling.core.readers import read_text
 from darling.core.schemas import JUDGE_COLUMNS, polars_schema, stable_id
 from darling.core.shards import ShardStore, atomic_write_bytes, atomic_write_parquet
+from darling.datagen.checker_labels import (
+    CHECKER_ENGINE,
+    agreement,
+    checker_judge_name,
+    checker_record,
+    checker_sha256,
+)
 from darling.datagen.config import JudgeConfig
 from darling.datagen.pairs import read_pairs
 
@@ -173,8 +182,21 @@ def judged_record(pair: dict[str, Any], results: list[ChatResult], config: Judge
     }
 
 
-def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
+def label_by_checker(config: JudgeConfig, pairs: pl.DataFrame) -> LabelSummary:
+    """``--checker`` without ``--judge-model``: every pair labelled by rule (no model, no engine)."""
+    checker = get_checker(str(config.checker))
+    store = ShardStore(Path(config.output) / RECORDS_DIR, JUDGE_COLUMNS, ["pair_id"])
+    store.check_settings({"checker": checker.name, "prompt_sha256": checker_sha256(checker)}, what="the checker")
+    done = set(store.read()["pair_id"].to_list())
+    todo = [p for p in pairs.iter_rows(named=True) if p["pair_id"] not in done]
+    store.append([checker_record(pair, checker) for pair in todo])
+    return finish_labels(config, store, judged_now=len(todo), skipped=len(done), requests=0)
 
+
+def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: bool = True) -> LabelSummary:
+    if config.judge_model is None:
+        pairs = read_pairs(config.pairs)
+        return label_by_checker(config, pairs.head(config.limit) if config.limit is not None else pairs)
     options = engine_options(config) if engine is None else None  # a bad engine option fails before anything
     template = load_prompt(config.prompt_file)
     prompt_sha = hashlib.sha256(template.encode()).hexdigest()
@@ -210,7 +232,7 @@ def label_pairs(config: JudgeConfig, engine: Engine | None = None, progress: boo
                     buffer.clear()
 
         try:
-            engine.run(config.judge_model, requests, on_result)
+            engine.run(str(config.judge_model), requests, on_result)
         finally:
             store.append(buffer)  # keep finished pairs, even when interrupted
             if own_engine:
@@ -230,16 +252,19 @@ def finish_labels(config: JudgeConfig, store: ShardStore, judged_now: int, skipp
     counts = {status: 0 for status in ("labelled", "abstain", "disagree", "failed")}
     counts.update(Counter(records["status"].to_list()))
     balance = {0: 0, 1: 0, **Counter(labelled["similar"].to_list())}
+    by_rule = config.judge_model is None
     summary = {
-        "judge": config.judge_model,
-        "engine": config.engine,
+        "judge": checker_judge_name(get_checker(str(config.checker))) if by_rule else config.judge_model,
+        "engine": CHECKER_ENGINE if by_rule else config.engine,
         "structured": config.structured,
         "both_orders": config.both_orders,
         "votes": config.votes,
-        "prompt": str(config.prompt_file) if config.prompt_file else "default",
+        "prompt": "rule" if by_rule else str(config.prompt_file) if config.prompt_file else "default",
         "counts": counts,
         "label_balance": {str(k): v for k, v in sorted(balance.items())},
-        "judge_calls": int(records["verdicts"].list.len().sum()) if records.height else 0,
+        "judge_calls": 0 if by_rule else int(records["verdicts"].list.len().sum()) if records.height else 0,
     }
+    if config.checker is not None and not by_rule:  # the LLM judge scored against the rule, on the same pairs
+        summary["agreement"] = agreement(records.to_dicts(), get_checker(config.checker), config.seed)
     atomic_write_bytes(output / SUMMARY_FILE, (json.dumps(summary, indent=2) + "\n").encode())
     return LabelSummary(output, counts, balance, judged_now, skipped, requests)

@@ -1,4 +1,5 @@
-"""Rollouts -> candidate pairs: two responses to one problem that reach equivalent final answers.
+"""Rollouts -> candidate pairs: two responses to one problem that reach equivalent final answers (or, with a checker,
+any two whose keys the checker reads: the same key or not, both labels balanced).
 
 Equivalence of final answers is math-verify's (``1/2`` and ``0.5`` pair up; string equality would miss
 them). Identical response texts are dropped before pairing (a pair of copies teaches the classifier
@@ -24,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from darling.core.checkers import get_checker
 from darling.core.errors import UserInputError
 from darling.core.math_grading import answers_equivalent
 from darling.core.progress import progress_bar
@@ -46,6 +48,10 @@ class PairSummary:
     duplicates_dropped: int
     per_problem: dict[str, int] = field(default_factory=dict)
     per_model_pair: dict[str, int] = field(default_factory=dict)
+    checker: str | None = None  # --checker: pairs by its keys, and what it saw
+    by_label: dict[str, int] = field(default_factory=dict)  # "1" same key, "0" different keys (after balancing)
+    without_key: int = 0  # usable answers the checker read no key on (never paired)
+    dropped_to_balance: int = 0  # pairs of the larger label left out so both labels are equally many
 
 
 def _normalise(text: str) -> str:
@@ -94,22 +100,8 @@ def problem_pairs(rows: list[dict[str, Any]], classes: list[int], config: PairCo
     for (i, a), (j, b) in itertools.combinations(enumerate(rows), 2):
         if classes[i] != classes[j] or (config.cross_model_only and a["model"] == b["model"]):
             continue
-        a, b = sorted((a, b), key=lambda r: r["rollout_id"])  # one canonical order per pair
-        candidates.append(
-            {
-                "pair_id": stable_id(a["rollout_id"], b["rollout_id"]),
-                "problem_id": a["problem_id"],
-                "prompt": a["problem"],
-                "generation_0": a["response"],
-                "generation_1": b["response"],
-                "rollout_id_0": a["rollout_id"],
-                "rollout_id_1": b["rollout_id"],
-                "model_0": a["model"],
-                "model_1": b["model"],
-                "answer": a["extracted_answer"],
-                "correct": a["correct"],
-            }
-        )
+        first = min((a, b), key=lambda r: r["rollout_id"])  # the answer and correctness of the pair's first rollout
+        candidates.append(pair_record(a, b, first["extracted_answer"], first["correct"]))
     candidates.sort(key=lambda p: p["pair_id"])
     limit = config.max_pairs_per_problem or None  # 0 or None: all
     if limit is not None and len(candidates) > limit:
@@ -128,7 +120,101 @@ def _pool(workers: int):
         yield pool
 
 
+def pair_record(a: dict[str, Any], b: dict[str, Any], answer: str | None, correct: bool | None) -> dict[str, Any]:
+    """One pair's row (``PAIR_COLUMNS``), its two rollouts in one canonical order."""
+    a, b = sorted((a, b), key=lambda r: r["rollout_id"])
+    return {
+        "pair_id": stable_id(a["rollout_id"], b["rollout_id"]),
+        "problem_id": a["problem_id"],
+        "prompt": a["problem"],
+        "generation_0": a["response"],
+        "generation_1": b["response"],
+        "rollout_id_0": a["rollout_id"],
+        "rollout_id_1": b["rollout_id"],
+        "model_0": a["model"],
+        "model_1": b["model"],
+        "answer": answer,
+        "correct": correct,
+    }
+
+
+def key_pairs(rows: list[dict[str, Any]], keys: list[str | None], config: PairConfig) -> dict[int, list[dict]]:
+    """One prompt's pairs by a checker's keys, per label (1: the same key, its ``answer``; 0: different keys, no
+    shared answer), each sampled down to ``max_pairs_per_problem``; answers without a key are never paired."""
+    by_label: dict[int, list[dict]] = {0: [], 1: []}
+    for (i, a), (j, b) in itertools.combinations(enumerate(rows), 2):
+        if keys[i] is None or keys[j] is None or (config.cross_model_only and a["model"] == b["model"]):
+            continue
+        same = keys[i] == keys[j]
+        by_label[int(same)].append(pair_record(a, b, keys[i] if same else None, None))
+    limit = config.max_pairs_per_problem or None
+    for label, candidates in by_label.items():
+        candidates.sort(key=lambda p: p["pair_id"])
+        if limit is not None and len(candidates) > limit:
+            rng = random.Random(f"{config.seed}:{rows[0]['problem_id']}:{label}")
+            by_label[label] = sorted(rng.sample(candidates, limit), key=lambda p: p["pair_id"])
+    return by_label
+
+
+def balanced(by_label: dict[int, list[dict]], seed: int) -> tuple[list[dict], int]:
+    """Both labels equally many: the larger sampled down (seeded) to the smaller's count; (pairs, how many left out)."""
+    keep = min(len(pairs) for pairs in by_label.values())
+    out: list[dict] = []
+    for label, pairs in by_label.items():
+        out += pairs if len(pairs) == keep else random.Random(f"{seed}:balance:{label}").sample(pairs, keep)
+    return sorted(out, key=lambda p: (p["problem_id"], p["pair_id"])), sum(map(len, by_label.values())) - len(out)
+
+
+def build_key_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
+    """``--checker``: every prompt's answers paired by the checker's keys, both labels balanced."""
+    checker = get_checker(str(config.checker))
+    rows = read_rollouts(config.rollouts)
+    frame = rows.filter((pl.col("status") == "ok") & pl.col("response").is_not_null())
+    if frame.is_empty():
+        raise UserInputError(f"{config.rollouts}: no usable responses (status ok)")
+    frame = frame.sort(["problem_id", "model", "sample_index"])
+    prompts = frame.unique("problem_id", maintain_order=True)["problem"].to_list()
+    checker.require(prompts, f"{config.rollouts}")
+    groups = [drop_duplicate_texts(g.to_dicts()) for g in frame.partition_by("problem_id", maintain_order=True)]
+    by_label: dict[int, list[dict]] = {0: [], 1: []}
+    without_key = 0
+    with progress_bar(enabled=progress) as bar:
+        task = bar.add_task("pairs", total=len(groups))
+        for group, _ in groups:
+            keys = [checker.key(r["problem"], r["response"]) for r in group]
+            without_key += keys.count(None)
+            for label, pairs in key_pairs(group, keys, config).items():
+                by_label[label] += pairs
+            bar.advance(task)
+    pairs, dropped = balanced(by_label, config.seed)
+    out = pl.DataFrame(pairs, schema=polars_schema(PAIR_COLUMNS))
+    labels = {str(label): sum(1 for p in pairs if (p["answer"] is not None) == bool(label)) for label in (1, 0)}
+    summary = PairSummary(
+        config.output,
+        len(out),
+        out["problem_id"].n_unique(),
+        sum(len(g) for g, _ in groups),
+        sum(dropped for _, dropped in groups),
+        dict(Counter(out["problem_id"].to_list())),
+        dict(Counter(" + ".join(sorted(m)) for m in zip(out["model_0"], out["model_1"], strict=True))),
+        checker.name,
+        labels,
+        without_key,
+        dropped,
+    )
+    return write_pairs(config, out, summary)
+
+
+def write_pairs(config: PairConfig, out: pl.DataFrame, summary: PairSummary) -> PairSummary:
+    atomic_write_parquet(out, Path(config.output) / PAIRS_FILE)
+    report = {**asdict(summary), "output": str(config.output), "config": {**asdict(config)}}
+    atomic_write_bytes(Path(config.output) / SUMMARY_FILE, json.dumps(report, indent=2, default=str).encode())
+    return summary
+
+
 def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
+    if config.checker is not None:
+        return build_key_pairs(config, progress)
 
     frame = usable_responses(read_rollouts(config.rollouts), config.correct_only)
     if frame.is_empty():
@@ -150,10 +236,7 @@ def build_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
     summary = PairSummary(
         config.output, len(out), len(per_problem), used, duplicates, dict(per_problem), dict(per_model_pair)
     )
-    atomic_write_parquet(out, Path(config.output) / PAIRS_FILE)
-    report = {**asdict(summary), "output": str(config.output), "config": {**asdict(config)}}
-    atomic_write_bytes(Path(config.output) / SUMMARY_FILE, json.dumps(report, indent=2, default=str).encode())
-    return summary
+    return write_pairs(config, out, summary)
 
 
 def read_pairs(path: Path) -> pl.DataFrame:

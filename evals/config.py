@@ -20,11 +20,11 @@ from darling.core.engine_config import EngineConfig
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
 from darling.datagen.config import (
-    DEFAULT_SYSTEM_PROMPT,
     PAIRED_SEEDS_HELP,
     GeneratorSpec,
     check_sampling,
     load_generator_config,
+    parse_model,
     system_prompt,
 )
 
@@ -98,19 +98,6 @@ class MathEvalConfig(EngineConfig):
         """``specs``, then the ``generators`` file's entries, then one per ``model`` (NAME=PATH or PATH)."""
         specs = [*self.specs, *(load_generator_config(self.generators) if self.generators else [])]
         return specs + [parse_model(m, system_prompt(self.system_prompt)) for m in self.model]
-
-
-def parse_model(text: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT) -> GeneratorSpec:
-    """``--model NAME=PATH`` (a checkpoint shown as NAME) or ``--model PATH`` (shown as itself)."""
-    name, sep, path = text.partition("=")
-    sep = sep if "/" not in name else ""  # "runs/lr=1e-5/ckpt" is a path, not NAME=PATH
-    if sep and (not name.strip() or not path.strip()):
-        raise UserInputError(f"--model {text!r}: expected NAME=PATH or PATH")
-    return (
-        GeneratorSpec(name=name.strip(), model=path.strip(), system_prompt=system_prompt)
-        if sep
-        else (GeneratorSpec(name=text, system_prompt=system_prompt))
-    )
 
 
 # -- eval novelty ----------------------------------------------------------------------------------------

@@ -17,8 +17,7 @@ from darling.core.config import option
 from darling.core.engine_api import ENGINE_NAMES
 from darling.core.engine_config import ENGINE_PANEL, EngineConfig
 from darling.core.errors import UserInputError
-from darling.datagen.config import GeneratorSpec
-from darling.evals.config import parse_model
+from darling.datagen.config import GeneratorSpec, parse_model
 
 BENCH_FILES = {  # field -> the benchmark's own path of that file, relative to its checkout
     "prompts_file": "data/creative_writing_prompts_v3.json",

@@ -13,9 +13,9 @@ from darling.core.engine_api import Sampling
 from darling.core.errors import UserInputError
 from darling.core.schemas import ROLLOUT_COLUMNS, ROLLOUT_KEY, Problem
 from darling.core.shards import ShardStore
-from darling.datagen.config import GeneratorSpec
+from darling.datagen.config import GeneratorSpec, parse_model
 from darling.datagen.rollouts import finish_rows, rollout_row
-from darling.evals.config import MathEvalConfig, parse_model
+from darling.evals.config import MathEvalConfig
 from darling.evals.math import default_ks, evaluate_math, ks_for, pass_at_k
 
 # --- the estimator ----------------------------------------------------------------------------------------

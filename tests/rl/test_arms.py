@@ -129,7 +129,15 @@ def test_the_ceiling_arm_rewards_with_the_checkers_exact_partition(tmp_path, smo
     log = trainer.state.log_history[0]
     assert "darling/groups_changed" in log and log["darling/classifier_pairs"] == 0  # no pair decided: keys only
     bad = darling_in_process(
-        "rl-train", "--preset", "items", "--problems", "naming-train", "--method", "checker-ceiling", "-o", tmp_path / "x"
+        "rl-train",
+        "--preset",
+        "items",
+        "--problems",
+        "naming-train",
+        "--method",
+        "checker-ceiling",
+        "-o",
+        tmp_path / "x",
     )
     assert bad.returncode == 2 and "has no items checker" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     assert not (tmp_path / "x").exists()
