@@ -1,6 +1,6 @@
-"""``darling eval math | novelty | creative | classifier | compare | study``: one sub-application; each command's
-flags are the fields of its config (``darling.evals.config``, ``compare``, ``creative_config``, ``study``), built by
-``cli/options.py``."""
+"""``darling eval math | novelty | creative | classifier | compare | study | partitions``: one sub-application; each
+command's flags are the fields of its config (``darling.evals.config``, ``creative_config``, ``partitions_config``),
+built by ``cli/options.py``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.help import HelpCommand
 from darling.cli.options import config_command
 from darling.evals.config import ClassifierEvalConfig, CompareConfig, StudyConfig
+from darling.evals.partitions_config import PartitionsConfig
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
 
@@ -111,6 +112,37 @@ def eval_study(config: StudyConfig) -> None:
 
 eval_study_cmd = config_command(StudyConfig, eval_study, doc=STUDY_DOC)
 
+PARTITIONS_DOC = """How classifiers and the n-gram rule partition a policy's answers where a checker knows which are the
+same (item prompts: the member each answer names): of the same-key answer pairs, the share each partition splits
+(rewording it would reward); of the different-key pairs, the share it joins.
+
+Example (a policy's answers from `darling eval novelty` on items-heldout):
+
+    darling eval partitions --answers start=runs/items/eval-novelty/base \\
+        --classifier items=runs/items/classifier \\
+        --classifier human=runs/pipeline/classifier --output runs/parts
+
+Writes OUTPUT/partitions.json and report.md. Every setting below is a field of
+`darling.evals.partitions_config.PartitionsConfig`.
+"""
+
+
+def eval_partitions(config: PartitionsConfig) -> None:
+    from darling.evals.partitions import CEILING, evaluate_partitions  # loads numpy, polars; torch when it scores
+
+    result = evaluate_partitions(config)
+    for name, table in result["sets"].items():
+        for partition, row in table["partitions"].items():
+            if partition == CEILING:
+                continue
+            split, join = row["splits_same_key"]["share"], row["joins_different_keys"]["share"]
+            shown = lambda v: "–" if v is None else f"{v:.3f}"  # noqa: E731
+            out.print(f"{name}: {partition}: splits {shown(split)} of same-key pairs, joins {shown(join)} of others")
+    out.print(f"-> {config.output}/partitions.json, report.md")
+
+
+eval_partitions_cmd = config_command(PartitionsConfig, eval_partitions, doc=PARTITIONS_DOC)
+
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
 eval_app.command("math", cls=HelpCommand)(eval_math_cmd)
 eval_app.command("novelty", cls=HelpCommand)(eval_novelty_cmd)
@@ -118,3 +150,4 @@ eval_app.command("creative", cls=HelpCommand)(eval_creative_cmd)
 eval_app.command("classifier", cls=HelpCommand)(eval_classifier_cmd)
 eval_app.command("compare", cls=HelpCommand)(eval_compare_cmd)
 eval_app.command("study", cls=HelpCommand)(eval_study_cmd)
+eval_app.command("partitions", cls=HelpCommand)(eval_partitions_cmd)

@@ -1,0 +1,185 @@
+"""``darling eval partitions``: how a classifier (and the n-gram rule) partitions a policy's answers where a checker
+knows which answers are the same, the question behind every DARLING result on such a task: does the reward's
+partition read meaning or wording?
+
+Per answers set (an ``eval novelty`` folder: a policy's k answers per prompt), each partition is the one DARLING's
+reward would make of those answers (``darling.classifier.partition``: union-find over the classifier's decisions at
+its threshold; the ``darling-ngram`` arm's word n-gram rule), beside the checker's own (``darling.core.checkers``:
+the ceiling, exact by definition). Reported per partition, over the pairs of answers of one prompt:
+
+- **splits same-key pairs**: of the pairs whose two answers carry the same key (two sentences naming Mars), the share
+  it puts in different classes: the rewording a DARLING policy is paid for;
+- **joins different-key pairs**: of the pairs whose answers carry two different keys, the share it puts in one
+  class: different answers it calls the same;
+- classes per prompt, and the share of answers that carry a key at all (answers with none are never "the same").
+
+Shares are ratios of sums over prompts, with percentile bootstrap 95% intervals over prompts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darling.classifier.partition import KeyPartition, Scorer, partition_texts
+from darling.core.checkers import get_checker
+from darling.core.errors import UserInputError
+from darling.core.lexical import NGRAM_ORDER
+from darling.core.numbers import MISSING, percentile_interval
+from darling.core.shards import atomic_write_bytes
+from darling.evals.config import named
+from darling.evals.partitions_config import PartitionsConfig
+
+RESULT_FILE, REPORT_FILE = "partitions.json", "report.md"
+CEILING = "checker (ceiling)"
+NGRAM_NAME = f"{NGRAM_ORDER}-gram rule"
+N_BOOT = 2000  # bootstrap draws over prompts
+
+
+def read_answers(folder: Path) -> list[tuple[str, list[str]]]:
+    """(prompt, its answers in sample order) per prompt of an ``eval novelty`` folder."""
+    import polars as pl
+
+    scores = Path(folder) / "scores.parquet"
+    if not scores.exists():
+        raise UserInputError(f"{scores}: no eval novelty scores (run `darling eval novelty` into that folder)")
+    frame = pl.read_parquet(scores).sort("prompt_id", "sample_index")
+    return [
+        (group["prompt"][0], [t.strip() for t in group["response"].to_list()])
+        for _, group in frame.group_by("prompt_id", maintain_order=True)
+    ]
+
+
+def same_class(classes: Sequence[int]) -> np.ndarray:
+    """Per answer pair (i < j, in order), whether the two share a class."""
+    return np.array([classes[i] == classes[j] for i, j in itertools.combinations(range(len(classes)), 2)], dtype=bool)
+
+
+def ratio(per_prompt: list[tuple[int, int]], rng: np.random.Generator) -> dict[str, Any]:
+    """Sum of numerators over sum of denominators, and its bootstrap 95% interval over prompts (None: no pair)."""
+    values = np.array(per_prompt, dtype=float).reshape(-1, 2)
+    total = values.sum(axis=0)
+    if total[1] == 0:
+        return {"share": None, "interval": None, "pairs": 0}
+    draws = values[rng.integers(0, len(values), (N_BOOT, len(values)))].sum(axis=1)
+    kept = draws[draws[:, 1] > 0]
+    return {
+        "share": float(total[0] / total[1]),
+        "interval": percentile_interval(kept[:, 0] / kept[:, 1]),
+        "pairs": int(total[1]),
+    }
+
+
+def partition_row(classes: list[list[int]], keys: list[list[str | None]], rng: np.random.Generator) -> dict[str, Any]:
+    """One partition's figures against the checker's keys, over every prompt."""
+    splits, joins = [], []
+    for cs, ks in zip(classes, keys, strict=True):
+        joined = same_class(cs)
+        pairs = list(itertools.combinations(ks, 2))
+        keyed = np.array([a is not None and b is not None for a, b in pairs], dtype=bool)
+        same_key = keyed & np.array([a == b for a, b in pairs], dtype=bool)
+        different_key = keyed & ~same_key
+        splits.append((int((same_key & ~joined).sum()), int(same_key.sum())))
+        joins.append((int((different_key & joined).sum()), int(different_key.sum())))
+    return {
+        "classes_per_prompt": float(np.mean([len(set(c)) for c in classes])),
+        "splits_same_key": ratio(splits, rng),
+        "joins_different_keys": ratio(joins, rng),
+    }
+
+
+def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer], checker_name: str, seed: int):
+    """Every partition of one answers set, beside the checker's."""
+    checker = get_checker(checker_name)
+    prompts = [p for p, _ in data]
+    checker.require(prompts, "the answers")
+    groups = [answers for _, answers in data]
+    keys = [checker.keys(p, answers) for p, answers in data]
+    rng = np.random.default_rng(seed)
+    partitions = {CEILING: partition_texts(groups, KeyPartition(checker), prompts=prompts)[0]}
+    partitions |= {name: partition_texts(groups, scorer)[0] for name, scorer in scorers.items()}
+    keyed = [k is not None for ks in keys for k in ks]
+    return {
+        "prompts": len(groups),
+        "answers": len(keyed),
+        "keyed_share": float(np.mean(keyed)) if keyed else None,
+        "partitions": {name: partition_row(classes, keys, rng) for name, classes in partitions.items()},
+    }
+
+
+def load_scorers(config: PartitionsConfig) -> dict[str, Scorer]:
+    """Each classifier as DARLING's reward partitions with it, then the n-gram rule."""
+    from darling.classifier.ngram import ngram_scorer  # loads torch (through scoring)
+    from darling.classifier.scoring import load_scorer  # loads torch
+    from darling.core.devices import resolve_device
+
+    device = resolve_device(config.device)
+    scorers: dict[str, Scorer] = {
+        name: load_scorer(path, device=device) for name, path in named(config.classifier, "--classifier").items()
+    }
+    if config.ngram:
+        scorers[NGRAM_NAME] = ngram_scorer()
+    return scorers
+
+
+def evaluate_partitions(config: PartitionsConfig) -> dict[str, Any]:
+    """Every answers set's table, written to ``partitions.json`` and ``report.md`` in ``config.output``."""
+    answers = {name: read_answers(folder) for name, folder in named(config.answers, "--answers").items()}
+    for name, data in answers.items():  # refused before any classifier loads
+        get_checker(config.checker).require([p for p, _ in data], f"--answers {name}")
+    scorers = load_scorers(config)
+    result = {
+        "checker": config.checker,
+        "classifiers": {name: str(path) for name, path in named(config.classifier, "--classifier").items()},
+        "sets": {name: answers_table(data, scorers, config.checker, config.seed) for name, data in answers.items()},
+    }
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(output / RESULT_FILE, (json.dumps(result, indent=1) + "\n").encode())
+    atomic_write_bytes(output / REPORT_FILE, render(result).encode())
+    return result
+
+
+def cell(figure: dict[str, Any]) -> str:
+    if figure["share"] is None:
+        return MISSING
+    lo, hi = figure["interval"]
+    return f"{figure['share']:.3f} [{lo:.2f}, {hi:.2f}] (of {figure['pairs']})"
+
+
+def table_lines(table: dict[str, Any]) -> list[str]:
+    lines = [
+        "| partition | classes per prompt | splits same-key pairs | joins different-key pairs |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, row in table["partitions"].items():
+        lines.append(
+            f"| {name} | {row['classes_per_prompt']:.2f} | {cell(row['splits_same_key'])} | "
+            f"{cell(row['joins_different_keys'])} |"
+        )
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"# How each partition splits and joins answers the {result['checker']} checker calls the same",
+        "",
+        "Each partition is the one DARLING's reward would make of these answers (classifiers: union-find at their "
+        "threshold). Splits: of the answer pairs with the same key, the share put in different classes; joins: of "
+        "the pairs with two different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
+        "",
+    ]
+    for name, table in result["sets"].items():
+        keyed = MISSING if table["keyed_share"] is None else f"{table['keyed_share']:.3f}"
+        lines += [
+            f"**{name}** ({table['prompts']} prompts, {table['answers']} answers; share with a key: {keyed})",
+            "",
+            *table_lines(table),
+            "",
+        ]
+    return "\n".join(lines)

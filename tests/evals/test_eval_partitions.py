@@ -1,0 +1,43 @@
+"""`darling eval partitions` (issue 61): how a partition splits answers a checker calls the same and joins answers it
+calls different, counted over the answer pairs of each prompt, from real eval novelty files through the command line."""
+
+import json
+
+import pytest
+from helpers import assert_one_line_error, darling_in_process, write_scores
+
+from darling.core.items import categories
+
+PLANET, MONTH = categories()["planet"].prompt, categories()["month"].prompt
+# Two answers naming Mars in other words (the 4-gram rule splits them), two near-identical sentences naming two
+# different months (the 4-gram rule joins them), answers naming nothing (never counted).
+GROUPS = {
+    "planet": [("Mars is the red planet.", 0), ("I would choose Mars, it is fourth.", 1), ("Venus is hot.", 2)],
+    "month": [
+        ("My favourite month of the year is May.", 0),
+        ("My favourite month of the year is June.", 0),
+        ("Months are long.", 1),
+        ("May is warm and sunny.", 2),
+    ],
+}
+
+
+def test_splits_and_joins_are_counted_against_the_checker_and_refused_off_its_prompts(tmp_path):
+    answers = write_scores(tmp_path / "start", GROUPS, prompts={"planet": PLANET, "month": MONTH})
+    result = darling_in_process("eval", "partitions", "--answers", f"start={answers}", "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "out" / "partitions.json").read_text())["sets"]["start"]
+    # same-key pairs: (Mars, Mars) and (May, May): 2; different-key pairs: planet (Mars, Venus) x2, month
+    # (May, June) x2: 4 (pairs with "Months are long." have no key on one side, and are never counted)
+    ceiling, ngram = table["partitions"]["checker (ceiling)"], table["partitions"]["4-gram rule"]
+    assert (ceiling["splits_same_key"]["share"], ceiling["joins_different_keys"]["share"]) == (0.0, 0.0)
+    assert ngram["splits_same_key"] == {"share": 1.0, "interval": [1.0, 1.0], "pairs": 2}
+    # the rule joins the two "My favourite month ..." sentences (May, June): 1 of 4 different-key pairs
+    joins = ngram["joins_different_keys"]
+    assert joins["share"] == pytest.approx(1 / 4) and joins["pairs"] == 4
+    assert table["keyed_share"] == pytest.approx(6 / 7)
+    assert "| 4-gram rule | 3.00 | 1.000 [1.00, 1.00] (of 2) | 0.250" in (tmp_path / "out" / "report.md").read_text()
+    naming = write_scores(tmp_path / "naming", {"fruit": [("Apple.", 0)]})  # "Name fruit.": no item prompt
+    bad = darling_in_process("eval", "partitions", "--answers", f"naming={naming}", "-o", tmp_path / "bad")
+    assert_one_line_error(bad, "--answers naming", "has no items checker")
+    assert not (tmp_path / "bad").exists()
