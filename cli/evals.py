@@ -128,7 +128,8 @@ Writes OUTPUT/partitions.json and report.md. Every setting below is a field of
 
 
 def eval_partitions(config: PartitionsConfig) -> None:
-    from darling.evals.partitions import CEILING, evaluate_partitions  # loads numpy, polars; torch when it scores
+    from darling.evals.partitions import evaluate_partitions  # loads numpy, polars; torch when it scores
+    from darling.evals.partitions_report import CEILING
 
     result = evaluate_partitions(config)
     for name, table in result["sets"].items():

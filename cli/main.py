@@ -19,6 +19,7 @@ from darling.cli.help import HelpCommand
 from darling.cli.pipeline import pipeline_cmd
 from darling.cli.rl import rl_train_cmd
 from darling.cli.serve import serve_classifier_cmd, serve_reward_model_cmd
+from darling.core.gpu_memory import record_at_exit
 
 app = typer.Typer(
     name="darling",
@@ -50,3 +51,4 @@ def main(
     ] = False,
 ) -> None:
     """Reproducible DARLING (arXiv 2509.02534)."""
+    record_at_exit()  # under `darling pipeline`: this command's peak GPU memory, for its stage record

@@ -30,13 +30,12 @@ from darling.classifier.partition import KeyPartition, Scorer, partition_texts
 from darling.core.checkers import get_checker
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_ORDER
-from darling.core.numbers import MISSING, percentile_interval
+from darling.core.numbers import percentile_interval
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import named
 from darling.evals.partitions_config import PartitionsConfig
+from darling.evals.partitions_report import CEILING, REPORT_FILE, RESULT_FILE, render
 
-RESULT_FILE, REPORT_FILE = "partitions.json", "report.md"
-CEILING = "checker (ceiling)"
 NGRAM_NAME = f"{NGRAM_ORDER}-gram rule"
 N_BOOT = 2000  # bootstrap draws over prompts
 
@@ -143,43 +142,3 @@ def evaluate_partitions(config: PartitionsConfig) -> dict[str, Any]:
     atomic_write_bytes(output / RESULT_FILE, (json.dumps(result, indent=1) + "\n").encode())
     atomic_write_bytes(output / REPORT_FILE, render(result).encode())
     return result
-
-
-def cell(figure: dict[str, Any]) -> str:
-    if figure["share"] is None:
-        return MISSING
-    lo, hi = figure["interval"]
-    return f"{figure['share']:.3f} [{lo:.2f}, {hi:.2f}] (of {figure['pairs']})"
-
-
-def table_lines(table: dict[str, Any]) -> list[str]:
-    lines = [
-        "| partition | classes per prompt | splits same-key pairs | joins different-key pairs |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for name, row in table["partitions"].items():
-        lines.append(
-            f"| {name} | {row['classes_per_prompt']:.2f} | {cell(row['splits_same_key'])} | "
-            f"{cell(row['joins_different_keys'])} |"
-        )
-    return lines
-
-
-def render(result: dict[str, Any]) -> str:
-    lines = [
-        f"# How each partition splits and joins answers the {result['checker']} checker calls the same",
-        "",
-        "Each partition is the one DARLING's reward would make of these answers (classifiers: union-find at their "
-        "threshold). Splits: of the answer pairs with the same key, the share put in different classes; joins: of "
-        "the pairs with two different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
-        "",
-    ]
-    for name, table in result["sets"].items():
-        keyed = MISSING if table["keyed_share"] is None else f"{table['keyed_share']:.3f}"
-        lines += [
-            f"**{name}** ({table['prompts']} prompts, {table['answers']} answers; share with a key: {keyed})",
-            "",
-            *table_lines(table),
-            "",
-        ]
-    return "\n".join(lines)

@@ -42,7 +42,7 @@ class PartitionsConfig(CommandConfig):
 
     def check(self) -> None:
         get_checker(self.checker)
-        named(self.answers, "--answers")
-        named(self.classifier, "--classifier")
+        named(self.answers, "--answers", must_exist=False)  # the form here; the folders when it runs
+        named(self.classifier, "--classifier", must_exist=False)
         if not (self.classifier or self.ngram):
             raise UserInputError("nothing to measure: give --classifier NAME=DIR (repeatable), or keep --ngram")

@@ -17,12 +17,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from darling.core.checkers import CHECKER_NAMES
 from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.pipeline.tables import Section, checked_table
-from darling.rl.methods import OTHER_ARMS
+from darling.rl.methods import CHECKER, METHODS, OTHER_ARMS
 
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
+# [datagen] keys that rollouts_from = policy takes from the RL runs (their prompts and template, the start policy)
+POLICY_ROLLOUT_KEYS = ("problems", "model", "generators", "system_prompt", "user_template")
 # Not part of a run's identity: where it runs and how fast, not what it computes (a field's metadata; the identity
 # leaves out every field that carries it).
 NOT_IDENTITY = {"identity": False}
@@ -91,6 +94,20 @@ class PipelineConfig(CommandConfig):
         panel=RESOURCES_PANEL,
         meta=NOT_IDENTITY,
     )
+    gpu_memory_per_process: float | None = option(
+        None,
+        help="GiB one side-by-side GPU command peaks at (as measured: stages.json gpu_memory); with the card's memory "
+        "it caps the commands at once (seed_jobs, then jobs cut to fit 90% of it). none: no cap.",
+        panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
+    )
+    gpu_memory: float | None = option(
+        None,
+        help="GiB of the card to plan for with gpu_memory_per_process (default: the card found; e.g. 80 with "
+        "--dry-run writes an 80 GB H100's commands.sh on a machine without one).",
+        panel=RESOURCES_PANEL,
+        meta=NOT_IDENTITY,
+    )
     seed_jobs: int = option(
         1,
         help="With --seeds: the seeds' chains run side by side, this many at once (one GPU holds 6: gpu-compare).",
@@ -99,9 +116,19 @@ class PipelineConfig(CommandConfig):
     )
     rollouts_from: str = option(
         "champ",
-        choices=("champ", "generate", "none"),
-        help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators; none: no "
-        "rollouts, pairs or labels (the chat track: the classifier trains on human pairs, or is imported).",
+        choices=("champ", "generate", "policy", "none"),
+        help="champ: import CHAMP's real responses (4 models); generate: sample the [datagen] generators; policy: the "
+        "RL start policy's own answers to the RL prompts (the paper's chain; the warm-up's policy when there is "
+        "one); none: no rollouts, pairs or labels (the chat track: the classifier trains on human pairs, or is "
+        "imported).",
+        panel=CHAIN_PANEL,
+    )
+    checker: str | None = option(
+        None,
+        choices=CHECKER_NAMES,
+        help="The task's checker, a rule reading each answer's key (items: the member an item prompt's answer "
+        "names): pairs and labels by it ([labels] judge_model, if set, is scored against it), the checker-ceiling "
+        "arm's partition, and `eval partitions` of every policy's answers.",
         panel=CHAIN_PANEL,
     )
     classifier_from: str = option(
@@ -271,6 +298,9 @@ class PipelineConfig(CommandConfig):
             raise UserInputError("arms: each arm is compared with GRPO and with DARLING, so it needs grpo_baseline")
         if self.rl_arms and not self.arms:
             raise UserInputError("[rl_arms] sets the other arms' settings: name them with arms (e.g. --arms passk)")
+        for name in ("gpu_memory_per_process", "gpu_memory"):
+            if (getattr(self, name) or 1) <= 0:
+                raise UserInputError(f"{name} must be a positive number of GiB, got {getattr(self, name)}")
         if self.nodes < 1 or self.gpus_per_node < 0:
             raise UserInputError(f"nodes must be >= 1 and gpus_per_node >= 0, got {self.nodes}, {self.gpus_per_node}")
         if self.jobs < 1 or self.rl_processes < 1 or self.seed_jobs < 1:
@@ -285,6 +315,7 @@ class PipelineConfig(CommandConfig):
             )
         if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):
             raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
+        self.check_policy_rollouts()
         no_labels = self.rollouts_from == "none" and self.classifier_from == "train"
         if no_labels and self.training_pairs.get("source") != "human":
             raise UserInputError("rollouts_from=none trains on human pairs only: set [training_pairs] source = human")
@@ -307,10 +338,28 @@ class PipelineConfig(CommandConfig):
                     f"{replicas} replicas): give TRL's vLLM server another"
                 )
 
+    def check_policy_rollouts(self) -> None:
+        """``rollouts_from = policy`` takes the prompts, template and model from the RL runs; a checker reads keys of
+        a task's own answers, so it goes with the policy's rollouts (or none), and the ceiling arm needs one."""
+        if self.rollouts_from == "policy":
+            taken = [key for key in POLICY_ROLLOUT_KEYS if key in self.datagen]
+            if taken:
+                raise UserInputError(
+                    f"[datagen] {taken[0]}: rollouts_from = policy takes it from the RL runs (their prompts, template "
+                    "and start policy); leave it out"
+                )
+        if self.checker is not None and self.rollouts_from not in ("policy", "none"):
+            raise UserInputError(
+                f"checker = {self.checker} reads keys off the task's own answers: set rollouts_from = policy (or none)"
+            )
+        needing = [arm for arm in self.arms if arm in METHODS and METHODS[arm].partition == CHECKER]
+        if needing and self.checker is None:
+            raise UserInputError(f"arms: {needing[0]} partitions by the task's checker: set checker (e.g. items)")
+
     def generating_tables(self) -> list[str]:
         """The tables of the commands that generate and that this chain runs (``--launcher ray`` puts them on Ray)."""
         runs = {
-            "datagen": self.rollouts_from == "generate",
+            "datagen": self.rollouts_from in ("generate", "policy"),
             "labels": self.rollouts_from != "none",
             "eval_math": self.evaluate_math,
             "eval_novelty": True,

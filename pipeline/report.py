@@ -17,6 +17,7 @@ from darling.core.shards import atomic_write_bytes
 from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
 from darling.pipeline.config import to_json
+from darling.pipeline.gpu_memory import peaks_line
 from darling.pipeline.script import COMMANDS_FILE
 from darling.pipeline.stage import Plan, Stage
 from darling.pipeline.stages import active_stages, input_files
@@ -34,12 +35,14 @@ def _header(stage: Stage, number: int, record: dict[str, Any]) -> list[str]:
     timing = f"{seconds:.1f} s" if isinstance(seconds, int | float) else MISSING
     linked = " · ".join(f"[{text}]({href})" for text, href in stage.links)
     name = stage.name
+    memory = peaks_line(record.get("gpu_memory") or {})
     return [
         f"## {number}. {stage.title}",
         "",
         f"Folder [`{name}/`]({name}/) · status **{status}** · wall time **{timing}**"
         + (f" · {linked}" if linked else ""),
         "",
+        *([memory, ""] if memory else []),
     ]
 
 

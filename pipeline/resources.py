@@ -42,6 +42,24 @@ Two solutions to the same math problem reach the same final answer. Do they use 
 Answer [[yes]] if the strategies are different, [[no]] if they are essentially the same.
 """
 
+# The judge prompt for answers to one open question (item prompts): the same answer in other words, or another
+# answer? datagen's [[yes]]/[[no]] form, "yes" = different (similar = 0), short enough for a small CPU judge.
+ANSWER_JUDGE_PROMPT = """\
+Two answers to the same question. Do they give DIFFERENT answers (name a different thing, make a different \
+claim), not just say the same answer in other words, with other details or at another length?
+
+[Question]
+{problem}
+
+[Answer 1]
+{solution_1}
+
+[Answer 2]
+{solution_2}
+
+Answer [[yes]] if the answers are different, [[no]] if they give the same answer.
+"""
+
 # Accelerate configs RL launches with (after TRL's examples/accelerate_configs), by name; num_processes comes from
 # the pipeline's rl_processes. deepspeed-zero3: the paper's (weights, gradients and optimizer state sharded, fp32
 # master weights in the optimizer); multi-gpu: DDP; multi-cpu: the multi-gpu launch (torch.distributed.run) of CPU
@@ -111,5 +129,6 @@ def _jsonl(rows: tuple[dict[str, str], ...]) -> str:
 # Files a stage's table may name as "inputs:NAME": the pipeline writes them to RUN/inputs/NAME.
 INPUT_FILES = {
     "compact-judge-prompt.txt": COMPACT_JUDGE_PROMPT,
+    "answer-judge-prompt.txt": ANSWER_JUDGE_PROMPT,
     "novelty-prompts.jsonl": _jsonl(NOVELTY_PROMPTS),
 }

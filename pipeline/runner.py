@@ -24,9 +24,11 @@ from typing import Any
 
 from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
+from darling.core.gpu_memory import GIB, LOG_ENV, STAGE_ENV
 from darling.core.shards import atomic_write_bytes
 from darling.evals.study import render_pooled, study
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.gpu_memory import HEADROOM, MEMORY_LOG, fit_side_by_side, stage_peaks
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
@@ -98,15 +100,18 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def block_environment(config: PipelineConfig) -> dict[str, str]:
+def block_environment(config: PipelineConfig, stage: str) -> dict[str, str]:
     """The commands' environment: ``$RUN``, this interpreter's scripts first on the PATH (so ``darling``,
-    ``torchrun`` and ``accelerate`` are this installation's), Python's output unbuffered (lines arrive as written)."""
+    ``torchrun`` and ``accelerate`` are this installation's), Python's output unbuffered (lines arrive as written),
+    and where each command records its peak GPU memory (``darling.core.gpu_memory``), under its stage's name."""
     bin_dir = str(Path(sys.executable).parent)
     return {
         **os.environ,
         "RUN": str(config.run),
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         "PYTHONUNBUFFERED": "1",
+        LOG_ENV: str(config.run / LOGS / MEMORY_LOG),
+        STAGE_ENV: stage,
     }
 
 
@@ -142,7 +147,7 @@ def run_block(config: PipelineConfig, stage: Block, attempt: int, log: Callable[
         process = subprocess.Popen(
             ["bash", "-c", script],
             cwd=config.run,
-            env=block_environment(config),
+            env=block_environment(config, stage.name),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=restore_stop_signals if stop_signals_altered() else None,
@@ -221,6 +226,33 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
 
 
+def card_memory_gib() -> float | None:
+    """The first CUDA device's memory in GiB, None without one (torch loads only where CUDA may be)."""
+    if not cuda_available():
+        return None
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory / GIB
+
+
+def fitted_to_card(config: PipelineConfig, log: Callable[[str], None]) -> PipelineConfig:
+    """With ``gpu_memory_per_process``: ``jobs`` and ``seed_jobs`` cut so the GPU commands at once fit the card
+    (``gpu_memory``, else the card found); unchanged without a card or when they fit."""
+    per_process = config.gpu_memory_per_process
+    card = config.gpu_memory or (card_memory_gib() if per_process else None)
+    if not per_process or not card:
+        return config
+    jobs, seed_jobs = fit_side_by_side(card, per_process, config.jobs, config.seed_jobs)
+    if (jobs, seed_jobs) == (config.jobs, config.seed_jobs):
+        return config
+    parallel = f"{seed_jobs} seed(s) x {jobs} command(s)" if config.seeds else f"{jobs} command(s)"
+    log(
+        f"note: a {card:.0f} GiB card holds {int(card * HEADROOM // per_process)} GPU commands of "
+        f"~{per_process:g} GiB each: {parallel} at once (the preset asks {config.seed_jobs} x {config.jobs})"
+    )
+    return replace(config, jobs=jobs, seed_jobs=seed_jobs)
+
+
 def run_stage(plan: Plan, stage: Block, book: StageBook, counter: str, log: Callable[[str], None]) -> None:
     """One stage's block, recorded in ``book`` (done, failed or interrupted, with its time); skipped when an
     earlier run finished it. A failure writes the report of what ran and propagates: a rerun resumes there."""
@@ -242,7 +274,8 @@ def run_stage(plan: Plan, stage: Block, book: StageBook, counter: str, log: Call
         raise
     seconds = time.perf_counter() - start
     ran = [line for line in stage.lines if not line.startswith("#")]
-    book.finish(name, "done", seconds, commands=ran, summary=summary)
+    peaks = stage_peaks(plan.run / LOGS / MEMORY_LOG, name, plan.run)  # none on a CPU
+    book.finish(name, "done", seconds, commands=ran, summary=summary, **({"gpu_memory": peaks} if peaks else {}))
     log(f"{counter} {name}: done in {seconds:.1f} s")
 
 
@@ -254,6 +287,7 @@ def run_pipeline(
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest. With ``seeds``: the chain
     once per seed, then the study (``run_seeds``)."""
     log = log or (lambda line: print(line, flush=True))
+    config = fitted_to_card(config, log)
     if config.seeds:
         return run_seeds(config, log, argv)
     plan = Plan(config)

@@ -1,8 +1,8 @@
-"""The chain's stages, in order, one room each: ``datagen.py`` (rollouts, pairs, labels), ``classifier.py``,
-``rl.py``, ``eval_math.py``, ``eval_novelty.py``, ``eval_creative.py``, ``compare.py``. A room holds its stage's
-steps, block, summary, report section and ``Stage`` record (``pipeline/stage.py``), and names its own folders;
-``commands.sh``, the runner, the report and the SLURM and Ray launchers read everything from ``STAGES`` and a run's
-``Plan``. Adding a stage is one room and one line below.
+"""The chain's stages, in order, one room each: ``warmup.py``, ``datagen.py`` (rollouts, pairs, labels),
+``classifier.py``, ``rl.py``, ``eval_math.py``, ``eval_novelty.py``, ``eval_creative.py``, ``compare.py``. A room
+holds its stage's steps, block, summary, report section and ``Stage`` record (``pipeline/stage.py``), and names its
+own folders; ``commands.sh``, the runner, the report and the SLURM and Ray launchers read everything from ``STAGES``
+and a run's ``Plan``. Adding a stage is one room and one line below.
 """
 
 from __future__ import annotations
@@ -20,11 +20,23 @@ from darling.pipeline.stages.eval_creative import EVAL_CREATIVE
 from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
 from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
+from darling.pipeline.stages.warmup import WARMUP
 from darling.pipeline.steps import input_path
 from darling.pipeline.tables import INPUTS_PREFIX, Section
 from darling.rl.methods import METHODS
 
-STAGES: tuple[Stage, ...] = (DATAGEN, PAIRS, LABELS, CLASSIFIER, RL, EVAL_MATH, EVAL_NOVELTY, EVAL_CREATIVE, COMPARE)
+STAGES: tuple[Stage, ...] = (
+    WARMUP,
+    DATAGEN,
+    PAIRS,
+    LABELS,
+    CLASSIFIER,
+    RL,
+    EVAL_MATH,
+    EVAL_NOVELTY,
+    EVAL_CREATIVE,
+    COMPARE,
+)
 STAGE = {stage.name: stage for stage in STAGES}
 STAGE_NAMES = tuple(STAGE)
 # Every stage table, in chain order, as its room declares it (``Stage.tables``); PipelineConfig has one field each.

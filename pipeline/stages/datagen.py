@@ -1,18 +1,27 @@
-"""Stages 1-3, the math track's data: rollouts (``datagen/``), same-answer pairs (``pairs/``) and the judge's labels
-(``labels/``). The chat track (``rollouts_from = none``) runs none of them."""
+"""Stages 1-3, the classifier's data: rollouts (``datagen/``), pairs (``pairs/``) and their labels (``labels/``). On the
+math track: CHAMP's or generated responses, same-answer pairs, the LLM judge's labels. On a task with a checker
+(``rollouts_from = policy``, ``checker``): the start policy's own answers to the RL prompts, pairs by the checker's
+keys, labelled by the checker, and the LLM judge (``labels-judge/``) scored against it. The chat track
+(``rollouts_from = none``) runs none of them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from darling.core.checkers import get_checker
+from darling.core.numbers import fmt
+from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
+from darling.pipeline.stages.warmup import rl_settings, start_policy
+from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, table_values, threads
 from darling.pipeline.tables import Section
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
+START = "start"  # rollouts_from = policy: the start policy's name in the rollouts
+LABELS_JUDGE = "labels-judge"  # RUN/labels-judge/: with a checker, the LLM judge's labels of the same pairs, scored
 
 
 def _with_rollouts(plan: Plan) -> bool:
@@ -32,10 +41,31 @@ def _datagen_step(plan: Plan) -> Step:
         return Step(
             "datagen", ("datagen", "rollouts"), config, {"import_": "champ"}, explicit=shown(c, wired, "datagen")
         )
+    if c.rollouts_from == "policy":
+        return _policy_rollouts(plan, wired)
     generators = input_path(c, GENERATORS_FILE) if c.datagen.get("generators") else None
     wired.update(generators=generators, **threads(c, RolloutConfig))
     config = stage_config(c, "datagen", RolloutConfig, **wired)
     return Step("datagen", ("datagen", "rollouts"), config, explicit=shown(c, wired, "datagen"))
+
+
+def _policy_rollouts(plan: Plan, wired: dict[str, Any]) -> Step:
+    """The start policy's answers to the RL prompts, prompted as rl-train prompts them (no system prompt, its user
+    template), sampled by default as it samples (its temperature and completion length; [datagen] may say otherwise)."""
+    c = plan.config
+    rl = rl_settings(plan)
+    wired.update(
+        problems=str(rl.problems),
+        model=[f"{START}={start_policy(plan)}"],
+        system_prompt="",
+        user_template=rl.user_template,
+        **threads(c, RolloutConfig, alone=True),
+    )
+    table = table_values(c, "datagen")
+    as_rl = {"limit": rl.limit, "temperature": rl.temperature, "max_tokens": rl.max_completion_length}
+    config = RolloutConfig.build(c.datagen.get("preset"), overrides={**as_rl, **table, **wired})
+    explicit = (*shown(c, wired, "datagen"), *as_rl)  # the RL runs' sampling, said on the line even as defaults
+    return Step("datagen", ("datagen", "rollouts"), config, explicit=explicit)
 
 
 def datagen_block(plan: Plan) -> Block:
@@ -43,6 +73,8 @@ def datagen_block(plan: Plan) -> Block:
     step = datagen_step(plan)
     if c.rollouts_from == "champ":
         where = "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)"
+    elif c.rollouts_from == "policy":
+        where = engine_where(step.config, f"the start policy's answers to {step.config.problems}, n = {step.config.n}")
     else:
         where = engine_where(step.config, f"{len(c.datagen.get('generators', []))} generators")
     lines = [step.line(c.run)]
@@ -66,6 +98,11 @@ def datagen_summary(plan: Plan) -> dict[str, Any]:
     config = datagen_step(plan).config
     if c.rollouts_from == "champ":
         mode = f"CHAMP import: the real responses of 4 models to the first {config.limit or 270} problems"
+    elif c.rollouts_from == "policy":
+        mode = (
+            f"the start policy's own answers ({config.engine} engine) to the RL prompts {config.problems}, "
+            f"n = {config.n} at temperature {config.temperature}"
+        )
     else:
         names = ", ".join(s.name for s in config.generator_specs())
         mode = f"generated ({config.engine} engine): {names} on {config.problems}, n = {config.n}"
@@ -73,7 +110,7 @@ def datagen_summary(plan: Plan) -> dict[str, Any]:
 
     rows = read_rollouts(config.output)
     ok = rows.filter(pl.col("status") == "ok")
-    return {
+    summary = {
         "mode": mode,
         "rollouts": rows.height,
         "failed": rows.height - ok.height,
@@ -82,17 +119,22 @@ def datagen_summary(plan: Plan) -> dict[str, Any]:
         "with_final_answer": int(ok["extracted_answer"].is_not_null().sum()),
         "correct": int(ok["correct"].fill_null(False).sum()),
     }
+    if c.checker is not None:  # what the checker reads: the answers that can be paired at all
+        checker = get_checker(c.checker)
+        keys = [checker.key(p, r) for p, r in zip(ok["problem"].to_list(), ok["response"].to_list(), strict=True)]
+        summary["checker"] = {"name": checker.name, "with_key": sum(k is not None for k in keys)}
+    return summary
 
 
 def datagen_section(s: dict[str, Any]) -> list[str]:
-    return [
-        f"{s['mode']}.",
-        "",
-        f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
-        f"({', '.join(s['models'])}); failed: {s.get('failed', 0)}",
-        f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}",
-        "",
-    ]
+    rows = f"- rollouts: **{s['rollouts']}** responses to {s['problems']} problems from {len(s['models'])} models "
+    rows += f"({', '.join(s['models'])}); failed: {s.get('failed', 0)}"
+    if "checker" in s:
+        keyed = s["checker"]["with_key"]
+        found = f"- with a key the {s['checker']['name']} checker reads: {keyed} of {s['rollouts'] - s['failed']}"
+    else:
+        found = f"- with a final answer: {s['with_final_answer']}; correct (math-verify): {s['correct']}"
+    return [f"{s['mode']}.", "", rows, found, ""]
 
 
 DATAGEN = Stage(
@@ -120,13 +162,17 @@ def _pairs_step(plan: Plan) -> Step:
     c = plan.config
     wired = {"rollouts": DATAGEN.folder(c.run), "output": PAIRS.folder(c.run), "seed": c.seed}
     wired["workers"] = c.threads or 0
+    if c.checker is not None:  # pairs by the checker's keys, both labels balanced
+        wired["checker"] = c.checker
     config = stage_config(c, "pairs", PairConfig, **wired)
     return Step("pairs", ("datagen", "pairs"), config, explicit=shown(c, wired, "pairs"))
 
 
 def pairs_block(plan: Plan) -> Block:
     step = pairs_step(plan)
-    return Block(PAIRS.name, "CPU (math-verify), seconds to minutes", [step.line(plan.run)], [step])
+    checker = plan.config.checker
+    where = f"CPU, seconds: the {checker} checker's keys" if checker else "CPU (math-verify), seconds to minutes"
+    return Block(PAIRS.name, where, [step.line(plan.run)], [step])
 
 
 def pairs_summary(plan: Plan) -> dict[str, Any]:
@@ -136,6 +182,8 @@ def pairs_summary(plan: Plan) -> dict[str, Any]:
 
 
 def pairs_section(s: dict[str, Any]) -> list[str]:
+    if s.get("checker"):
+        return key_pairs_section(s)
     lines = [
         f"Same-answer pairs (math-verify), identical texts dropped, at most {s['max_pairs_per_problem']} per "
         f"problem{', two different models each' if s['cross_model_only'] else ''}.",
@@ -150,6 +198,20 @@ def pairs_section(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def key_pairs_section(s: dict[str, Any]) -> list[str]:
+    labels = s["by_label"]
+    return [
+        f"Pairs by the {s['checker']} checker's keys: two answers to one prompt that both carry a key, identical "
+        f"texts dropped, at most {s['max_pairs_per_problem']} of each label per prompt, then both labels equally many.",
+        "",
+        f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} prompts: {labels.get('1', 0)} with the same key, "
+        f"{labels.get('0', 0)} with different keys ({s['dropped_to_balance']} left out to balance them)",
+        f"- answers: {s['responses_used']} used, {s['without_key']} without a key (never paired), "
+        f"{s['duplicates_dropped']} duplicates dropped",
+        "",
+    ]
+
+
 PAIRS = Stage(
     "pairs",
     "Same-answer pairs",
@@ -159,53 +221,116 @@ PAIRS = Stage(
     links=(("summary.json", "pairs/summary.json"),),
     placement="cpu",
     runs=_with_rollouts,
-    tables={"pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers"), command="datagen pairs")},
+    tables={
+        "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers", "checker"), command="datagen pairs")
+    },
 )
 
 
 # -- labels --------------------------------------------------------------------------------------------------------
+def labels_steps(plan: Plan) -> list[Step]:
+    """The labels the classifier trains on (``labels/``): the judge's, or with a checker the checker's; with both,
+    the judge then labels the same pairs into ``labels-judge/``, scored against the checker (its labels unused)."""
+    return plan.once(("labels",), lambda: _labels_steps(plan))
+
+
 def labels_step(plan: Plan) -> Step:
-    return plan.once(("labels",), lambda: _labels_step(plan))
+    """The step writing ``labels/``, what ``datagen training-pairs`` reads."""
+    return labels_steps(plan)[0]
 
 
-def _labels_step(plan: Plan) -> Step:
+def _labels_steps(plan: Plan) -> list[Step]:
     c = plan.config
-    wired = {
-        "pairs": PAIRS.folder(c.run),
-        "output": LABELS.folder(c.run),
-        "seed": c.seed,
-        **threads(c, JudgeConfig, alone=True),
-    }
+    common = {"pairs": PAIRS.folder(c.run), "seed": c.seed}
+    judged = bool(c.labels.get("judge_model"))
+    if c.checker is None:
+        return [_judge_step(plan, LABELS.name, common)]
+    wired = {**common, "output": LABELS.folder(c.run), "checker": c.checker}
+    rule = Step(LABELS.name, ("datagen", "label"), JudgeConfig.build(overrides=wired), explicit=tuple(wired))
+    return [rule, *([_judge_step(plan, LABELS_JUDGE, {**common, "checker": c.checker})] if judged else [])]
+
+
+def _judge_step(plan: Plan, folder: str, wired: dict[str, Any]) -> Step:
+    c = plan.config
+    wired = {**wired, "output": c.run / folder, **threads(c, JudgeConfig, alone=True)}
     config = stage_config(c, "labels", JudgeConfig, **wired)
-    return Step("labels", ("datagen", "label"), config, explicit=shown(c, wired, "labels"))
+    return Step(folder, ("datagen", "label"), config, explicit=shown(c, wired, "labels"))
 
 
 def labels_block(plan: Plan) -> Block:
-    step = labels_step(plan)
-    where = engine_where(step.config, f"judge {step.config.judge_model}, both orders")
-    return Block(LABELS.name, where, [step.line(plan.run)], [step])
+    steps = labels_steps(plan)
+    judge = next((s.config for s in steps if s.config.judge_model), None)
+    by = f"judge {judge.judge_model}, both orders" if judge else ""
+    if plan.config.checker is not None:
+        by = f"the {plan.config.checker} checker" + (f"; then {by}, scored against it" if judge else "")
+    where = engine_where(judge, by) if judge else f"CPU, seconds: {by}"
+    return Block(LABELS.name, where, [step.line(plan.run) for step in steps], steps)
 
 
 def labels_summary(plan: Plan) -> dict[str, Any]:
-    return read_json(Path(labels_step(plan).config.output) / "summary.json")
+    steps = labels_steps(plan)
+    first = read_json(Path(steps[0].config.output) / "summary.json")
+    if len(steps) == 1:
+        return first
+    return {**first, "judge_scored": read_json(Path(steps[1].config.output) / "summary.json")}
 
 
 def labels_section(s: dict[str, Any]) -> list[str]:
+    lines = judge_lines(s)
+    if "judge_scored" in s:
+        judge = s["judge_scored"]
+        lines += [f"The judge on the same pairs ([`{LABELS_JUDGE}/`]({LABELS_JUDGE}/)), its labels unused:", ""]
+        lines += [*judge_lines(judge), *agreement_lines(judge["agreement"])]
+    return lines
+
+
+def judge_lines(s: dict[str, Any]) -> list[str]:
     c, b = s["counts"], s["label_balance"]
-    orders = "both orders; a pair is labelled only when both orders agree" if s["both_orders"] else "one order"
-    prompt = Path(s["prompt"]).name if s["prompt"] != "default" else "datagen's default"
+    if s["engine"] == CHECKER_ENGINE:
+        head = f"Labelled by rule, `{s['judge']}`: the same key is equivalent, two different keys are not."
+    else:
+        orders = "both orders; a pair is labelled only when both orders agree" if s["both_orders"] else "one order"
+        prompt = Path(s["prompt"]).name if s["prompt"] != "default" else "datagen's default"
+        head = (
+            f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, prompt {prompt}), "
+            f"{orders} ({s['judge_calls']} judge calls)."
+        )
     return [
-        f"Judge `{s['judge']}` ({s['engine']} engine, structured `{s['structured']}`, prompt {prompt}), "
-        f"{orders} ({s['judge_calls']} judge calls).",
+        head,
         "",
         "| verdict | pairs |",
         "| --- | ---: |",
         *[f"| {k} | {v} |" for k, v in c.items()],
-        f"| → similar = 1 (same strategy) | {b.get('1', 0)} |",
+        f"| → similar = 1 (equivalent) | {b.get('1', 0)} |",
         f"| → similar = 0 (different) | {b.get('0', 0)} |",
         "",
-        "Records (raw judge outputs, verdicts, prompt SHA-256): [`labels/records/`](labels/records/); "
-        "labels: [`labels/labelled.parquet`](labels/labelled.parquet).",
+    ]
+
+
+def agreement_lines(a: dict[str, Any]) -> list[str]:
+    """The judge against the checker, per checker label (a pair the judge left unlabelled is a miss)."""
+
+    def row(name: str, r: dict[str, Any]) -> str:
+        share = fmt(r["agreement"]) + (f" [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]" if r["interval"] else "")
+        return (
+            f"| {name} | {r['pairs']} | {r['judged_equivalent']} | {r['judged_different']} | {r['unlabelled']} | "
+            f"{share} |"
+        )
+
+    per = a["per_label"]
+    overall = a["overall"]
+    total = sum(r["pairs"] for r in per.values())
+    shown_all = fmt(overall["agreement"]) + (
+        f" [{overall['interval'][0]:.2f}, {overall['interval'][1]:.2f}]" if overall["interval"] else ""
+    )
+    return [
+        f"**The judge against the {a['checker']} checker** (bootstrap 95% intervals over pairs; {a['misses']}):",
+        "",
+        "| the checker says | pairs | judge: equivalent | judge: different | judge: no label | agreement |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        row("equivalent", per["equivalent"]),
+        row("different", per["different"]),
+        f"| all | {total} | | | | {shown_all} |",
         "",
     ]
 
@@ -217,5 +342,5 @@ LABELS = Stage(
     labels_summary,
     labels_section,
     runs=_with_rollouts,
-    tables={"labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads"), command="datagen label")},
+    tables={"labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads", "checker"), command="datagen label")},
 )

@@ -11,15 +11,19 @@ from typing import Any
 
 from darling.core.numbers import fmt
 from darling.evals.config import NoveltyConfig
+from darling.evals.partitions_config import PartitionsConfig
+from darling.evals.partitions_report import RESULT_FILE, table_lines
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PROMPT_METRICS, mean_key
+from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, reward_urls
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.stages.rl import REWARD_SERVERS_FILE, policies, reward_serve_step, reward_urls, training_prompts
+from darling.pipeline.stages.rl import policies, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
 from darling.pipeline.tables import Section
 
 NOVELTY_TRAIN = "eval-novelty-train"  # RUN/eval-novelty-train/: the same evaluation on the RL prompts
+PARTITIONS = "eval-partitions"  # RUN/eval-partitions/: with a checker, how each partition splits and joins answers
 
 
 def novelty_sets(plan: Plan) -> dict[str, dict[str, Any]]:
@@ -92,11 +96,38 @@ def held_out_settings(plan: Plan) -> NoveltyConfig:
     return next(s.config for s in eval_novelty_steps(plan) if Path(s.config.output).name == EVAL_NOVELTY.name)
 
 
+def partitions_step(plan: Plan) -> Step:
+    """With a checker: ``eval partitions`` of every policy's answers (``<policy>`` held out, ``<policy>-train`` on
+    the RL prompts): how the chain's classifier and the n-gram rule split and join what the checker calls the same."""
+    c = plan.config
+    found = {
+        (Path(step.config.output).name, output.name): output
+        for step in eval_novelty_steps(plan)
+        for _, output in step.config.model_folders()
+    }
+    answers = [  # held out first, then the RL prompts; each set's policies in the evaluations' order
+        f"{name}{'-train' if folder == NOVELTY_TRAIN else ''}={found[folder, name]}"
+        for folder in novelty_sets(plan)
+        for name in policies(plan)
+    ]
+    config = PartitionsConfig(
+        output=c.run / PARTITIONS,
+        answers=answers,
+        classifier=[f"chain={CLASSIFIER.folder(c.run)}"],
+        checker=str(c.checker),
+        seed=c.seed,
+    )
+    return Step(PARTITIONS, ("eval", "partitions"), config, explicit=("output", "answers", "classifier", "checker"))
+
+
 def eval_novelty_block(plan: Plan) -> Block:
     c = plan.config
     steps = eval_novelty_steps(plan)
     where = engine_where(steps[0].config, "generation; the fresh classifier in process")
     lines = side_by_side(steps, c.run, c.jobs)
+    if c.checker is not None:  # after every evaluation: it reads their answers
+        steps = [*steps, partitions_step(plan)]
+        lines = [*lines, steps[-1].line(c.run)]
     if c.serve_reward_model:  # utility from the reward model's replicas, started again for this stage
         server = reward_serve_step(plan, EVAL_NOVELTY.name)
         ready = REWARD_SERVERS_FILE
@@ -108,6 +139,7 @@ def eval_novelty_block(plan: Plan) -> Block:
 def eval_novelty_summary(plan: Plan) -> dict[str, Any]:
     """Per policy its means on the held-out prompts (``models``) and, with ``evaluate_training_prompts``, on the RL
     prompts (``train_models``, ``train_prompts``)."""
+    c = plan.config
     summary: dict[str, Any] = {"models": {}}
     for step in eval_novelty_steps(plan):
         train = Path(step.config.output).name == NOVELTY_TRAIN
@@ -119,6 +151,8 @@ def eval_novelty_summary(plan: Plan) -> dict[str, Any]:
             }
             summary.update(quality=m["quality"], patience=m["utility"]["patience"])
         summary["train_prompts" if train else "prompts"] = str(step.config.prompts)
+    if plan.config.checker is not None:
+        summary["partitions"] = read_json(c.run / PARTITIONS / RESULT_FILE)
     return summary
 
 
@@ -135,6 +169,26 @@ def eval_novelty_section(s: dict[str, Any]) -> list[str]:
             "",
             *_novelty_table(s["train_models"], NOVELTY_TRAIN),
         ]
+    if "partitions" in s:
+        lines += partitions_lines(s["partitions"])
+    return lines
+
+
+def partitions_lines(result: dict[str, Any]) -> list[str]:
+    """How the chain's classifier (``chain``) and the n-gram rule partition each policy's answers, beside the
+    checker's exact partition ([`eval-partitions/`](eval-partitions/report.md))."""
+    lines = [
+        f"**What the reward's partitions read** ([`{PARTITIONS}/`]({PARTITIONS}/report.md)): each policy's answers "
+        f"partitioned as DARLING's reward would (the chain's classifier `chain`, union-find at its threshold) and as "
+        f"`darling-ngram`'s would, against the {result['checker']} checker. Splits: of the answer pairs with the "
+        "same key, the share put in different classes (rewording a reward would pay for); joins: of the pairs with "
+        "different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
+        "",
+    ]
+    for name, table in result["sets"].items():
+        keyed = fmt(table["keyed_share"])
+        lines += [f"`{name}` ({table['prompts']} prompts; share of answers with a key: {keyed}):", ""]
+        lines += [*table_lines(table), ""]
     return lines
 
 

@@ -30,7 +30,7 @@ def test_each_table_is_declared_by_one_room_and_is_a_field_of_the_config():
 
 @pytest.mark.parametrize(
     ("preset", "skipped"),
-    [("cpu", {"eval-creative"}), ("chat-tiny", {"datagen", "pairs", "labels", "eval-math"})],
+    [("cpu", {"eval-creative"}), ("chat-tiny", {"rl-warmup", "datagen", "pairs", "labels", "eval-math"})],
 )
 def test_blocks_records_and_report_sections_follow_the_registry(tmp_path, preset, skipped):
     config = build_config(preset, tmp_path / "run")
@@ -103,6 +103,7 @@ def test_the_rl_step_table_is_read_from_the_training_log_table():
         ("cpu", {"serve_classifier": "true", "evaluate_creative": "true"}),
         ("paper", {"rl_engine": "verl"}),
         ("paper-chat", {}),
+        ("cpu-items", {}),
     ],
 )
 def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, preset, settings):
@@ -114,6 +115,7 @@ def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, p
 
     import darling.pipeline.stages  # noqa: F401  (imports every room)
     from darling.pipeline import steps as steps_module
+    from darling.pipeline.config import POLICY_ROLLOUT_KEYS
     from darling.pipeline.stages.eval_novelty import NOVELTY_TRAIN
 
     seen: list[tuple[tuple[str, ...], dict]] = []
@@ -122,7 +124,9 @@ def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, p
         seen.append((sections, dict(wired)))
         return steps_module.shown(c, wired, *sections)
 
-    rooms = [m for name, m in sys.modules.items() if name.startswith("darling.pipeline.stages.")]
+    rooms = [  # every module that builds steps: the rooms, and the RL runs' (pipeline/rl_runs.py)
+        m for name, m in sys.modules.items() if name.startswith("darling.pipeline.") and m is not steps_module
+    ]
     for room in rooms:
         if getattr(room, "shown", None) is steps_module.shown:
             monkeypatch.setattr(room, "shown", recording)
@@ -134,6 +138,8 @@ def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, p
         refused = {key for s in sections for key in (*SECTIONS[s].wired, *SECTIONS[s].extra)}
         if NOVELTY_TRAIN in str(wired.get("output")):
             refused |= {"prompts", "limit"}
+        if sections == ("datagen",) and config.rollouts_from == "policy":  # taken from the RL runs, refused then
+            refused |= set(POLICY_ROLLOUT_KEYS)
         assert set(wired) <= refused, (sections, set(wired) - refused)
 
 

@@ -1,0 +1,51 @@
+"""The report of ``darling eval partitions`` (``report.md``, and the pipeline report's table), from its
+``partitions.json`` alone; kept light (no numpy) so the pipeline's report renders it without loading one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from darling.core.numbers import MISSING
+
+RESULT_FILE, REPORT_FILE = "partitions.json", "report.md"
+CEILING = "checker (ceiling)"  # the checker's own partition: exact by definition, the ceiling of every other
+
+
+def cell(figure: dict[str, Any]) -> str:
+    if figure["share"] is None:
+        return MISSING
+    lo, hi = figure["interval"]
+    return f"{figure['share']:.3f} [{lo:.2f}, {hi:.2f}] (of {figure['pairs']})"
+
+
+def table_lines(table: dict[str, Any]) -> list[str]:
+    lines = [
+        "| partition | classes per prompt | splits same-key pairs | joins different-key pairs |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, row in table["partitions"].items():
+        lines.append(
+            f"| {name} | {row['classes_per_prompt']:.2f} | {cell(row['splits_same_key'])} | "
+            f"{cell(row['joins_different_keys'])} |"
+        )
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"# How each partition splits and joins answers the {result['checker']} checker calls the same",
+        "",
+        "Each partition is the one DARLING's reward would make of these answers (classifiers: union-find at their "
+        "threshold). Splits: of the answer pairs with the same key, the share put in different classes; joins: of "
+        "the pairs with two different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
+        "",
+    ]
+    for name, table in result["sets"].items():
+        keyed = MISSING if table["keyed_share"] is None else f"{table['keyed_share']:.3f}"
+        lines += [
+            f"**{name}** ({table['prompts']} prompts, {table['answers']} answers; share with a key: {keyed})",
+            "",
+            *table_lines(table),
+            "",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,187 @@
+"""One ``rl-train`` run as a pipeline step, and what every stage that trains or scores a policy shares: the step of a
+run (``[rl]`` plus a run's own settings and what the pipeline wires), the reward model's replicas, and a run's summary
+and report section. The warm-up (``pipeline/stages/warmup.py``) and the RL stage (``pipeline/stages/rl.py``) both
+build their runs here, so a run is made one way whichever stage holds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from darling.core.errors import UserInputError
+from darling.core.local_models import resolve_model
+from darling.core.numbers import MISSING
+from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
+from darling.pipeline.stage import Plan, read_json
+from darling.pipeline.steps import Step, input_path, run_relative, shown, table_values
+from darling.rl.config import SETTINGS_FILE, RLTrainConfig
+from darling.rl.serve_config import RewardServeConfig
+
+RL_FOLDER = "rl"  # RUN/rl/: DARLING's run, where the RL stage's servers write their ready files
+REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in the folder of the stage using it
+ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
+# The rl-train options the pipeline sets for every run (refused in the rl tables); rl_run sets only these.
+RL_WIRED = ("output", "classifier", "seed", "threads", "method", "prune_checkpoints", "checker") + (
+    ("classifier_urls", "reward_model_urls", "engine", "verl_gpus", "verl_nodes")  # where the run is served / runs
+)
+
+
+# -- the reward model's replicas -----------------------------------------------------------------------------------
+def reward_serve_step(plan: Plan, folder: str = RL_FOLDER) -> Step:
+    """``serve-reward-model`` replicas of ``[rl] reward_model`` for the stage writing to ``folder`` (its log is
+    ``serve-reward-model.log`` in rl, ``serve-reward-model-<folder>.log`` in another stage)."""
+    return plan.once(("serve-reward-model", folder), lambda: _reward_serve_step(plan, folder))
+
+
+def _reward_serve_step(plan: Plan, folder: str) -> Step:
+    c = plan.config
+    wired = {"model": c.rl_reward_model(), "ready_file": c.run / folder / REWARD_SERVERS_FILE}
+    config = RewardServeConfig.build(overrides={**table_values(c, "serve_reward"), **wired})
+    name = "serve-reward-model" + ("" if folder == RL_FOLDER else f"-{folder}")
+    return Step(name, ("serve-reward-model",), config, explicit=shown(c, wired, "serve_reward"))
+
+
+def reward_urls(plan: Plan) -> list[str]:
+    serve = reward_serve_step(plan).config
+    return [f"http://{serve.host}:{serve.port + k}" for k in range(serve.replicas)]
+
+
+# -- a run ---------------------------------------------------------------------------------------------------------
+def rl_resume(folder: str) -> str:
+    """rl-train refuses --resume without a checkpoint (and a fresh run over one): resume what an interrupted run
+    left, if anything."""
+    return f'$( ls -d "$RUN"/{folder}/checkpoint-* >/dev/null 2>&1 && echo --resume )'
+
+
+def rl_run(
+    plan: Plan,
+    folder: str,
+    method: str,
+    own: dict[str, Any],
+    threads: int | None,
+    tables: tuple[str, ...] = ("rl",),
+    own_keys: tuple[str, ...] = (),
+    wired_more: dict[str, Any] | None = None,
+) -> Step:
+    """``rl-train`` into ``RUN/<folder>``: ``[rl]`` (its preset, then its entries), the run's ``own`` settings, and
+    what the pipeline wires; ``tables``: the tables whose keys its line always shows; ``wired_more``: the classifier
+    the run scores with (``classifier``, ``classifier_urls``; none for a run before the classifier exists) and a
+    checker arm's ``checker``."""
+    c = plan.config
+    preset = c.rl.get("preset")
+    wired: dict[str, Any] = {
+        "output": c.run / folder,
+        **(wired_more or {}),
+        "seed": c.seed,
+        "method": method,
+        "prune_checkpoints": not c.keep_checkpoints,
+        "threads": threads,
+    }
+    if c.serve_reward_model:
+        wired["reward_model_urls"] = reward_urls(plan)
+    if c.rl_engine == "verl":
+        wired.update(engine="verl", verl_gpus=c.rl_processes, verl_nodes=c.nodes)
+    assert set(wired) <= set(RL_WIRED), f"wired but not declared in RL_WIRED: {set(wired) - set(RL_WIRED)}"
+    config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
+    if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
+        raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
+    launcher: list[str] = []
+    if c.rl_engine == "verl":  # verl starts its own Ray workers on the GPUs it sees
+        launcher = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
+    elif c.rl_accelerate:
+        env = [f"CUDA_VISIBLE_DEVICES={c.rl_gpus}"] if c.rl_gpus is not None else []
+        accelerate = ["accelerate", "launch", "--config_file", str(input_path(c, ACCELERATE_FILE))]
+        launcher = [*env, *accelerate, "--num_processes", str(c.rl_processes)]
+    explicit = tuple(dict.fromkeys([*shown(c, wired, *tables), *(k.split(".", 1)[0] for k in own_keys)]))
+    done = run_relative(c.run / folder / "log_history.json", c.run)  # written once its final policy is saved
+    return Step(
+        folder, ("rl-train",), config, {}, preset, {"resume": rl_resume(folder)}, launcher, explicit, done_if=done
+    )
+
+
+# -- a run's summary and section --------------------------------------------------------------------------------
+def max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
+    """max |w_after - w_before| over the tensors both hold (None unless both are one safetensors file)."""
+    from safetensors import safe_open
+
+    a, b = Path(before_dir) / "model.safetensors", Path(after_dir) / "model.safetensors"
+    if not (a.exists() and b.exists()):
+        return None
+    worst = 0.0
+    with safe_open(str(a), "pt") as fa, safe_open(str(b), "pt") as fb:
+        for key in sorted(set(fa.keys()) & set(fb.keys())):
+            x, y = fa.get_tensor(key), fb.get_tensor(key)
+            if x.shape == y.shape:
+                worst = max(worst, float((x.float() - y.float()).abs().max()))
+    return worst
+
+
+def run_summary(step: Step, reward: str) -> dict[str, Any]:
+    """One RL run's settings and per-step metrics (from ``OUTPUT/log_history.json``)."""
+    config = step.config
+    out = Path(config.output)
+    history = read_json(out / "log_history.json")
+    steps = [{"step": h["step"], **{k: h[k] for k in STEP_METRICS if k in h}} for h in history if REWARD.key in h]
+    local = Path(resolve_model(config.policy))
+    return {
+        "reward": reward,
+        "policy": config.policy,
+        "problems": config.problems,
+        "quality": config.quality if not config.reward_model else f"reward model {config.reward_model}",
+        "max_words": config.max_words,
+        "strict_length": config.strict_length,
+        "floor": config.floor,
+        "scale_rewards": config.scale_rewards,
+        "max_steps": config.max_steps,
+        "num_generations": config.num_generations,
+        "per_device_train_batch_size": config.per_device_train_batch_size,
+        "max_completion_length": config.max_completion_length,
+        "learning_rate": config.learning_rate,
+        "temperature": config.temperature,
+        "seed": config.seed,
+        "launcher": " ".join(step.launcher) or None,
+        "steps": steps,
+        "steps_with_nonzero_reward": sum(1 for s in steps if s.get(TRL_REWARD.key, 0) != 0),
+        "max_weight_change": max_weight_change(local, out / "final") if local.is_dir() else None,
+        "checkpoints_left": sorted(p.name for p in out.glob("checkpoint-*")),
+    }
+
+
+def _step_row(step: dict[str, Any]) -> str:
+    return f"| {step['step']} | " + " | ".join(m.cell(step) for m in STEP_COLUMNS) + " |"
+
+
+def run_section(s: dict[str, Any], folder: str) -> list[str]:
+    quality = s.get("quality", "math")
+    strict = f" (0 over {s['max_words']} words)" if s.get("strict_length") else ""
+    launch = f" Launched as `{s['launcher']} ...`." if s.get("launcher") else ""
+    lines = [
+        f"**`{folder}/`** — reward: {s['reward']}, advantages r − mean"
+        f"{'' if s.get('scale_rewards', 'none') == 'none' else ' / std (' + s['scale_rewards'] + ')'}. Policy "
+        f"`{s['policy']}`, prompts `{s['problems']}`, quality `{quality}`{strict}, floor {s.get('floor', 0)}, "
+        f"{s['num_generations']} completions per prompt, ≤ {s['max_completion_length']} tokens, "
+        f"lr {s['learning_rate']}, temperature {s['temperature']}, seed {s.get('seed', 0)}.{launch}",
+        "",
+        "| step | " + " | ".join(m.column or "" for m in STEP_COLUMNS) + " |",
+        "|" + " ---: |" * (len(STEP_COLUMNS) + 1),
+        *map(_step_row, s["steps"]),
+    ]
+    change = s["max_weight_change"]
+    lines += [
+        "",
+        f"- steps with a non-zero reward: {s['steps_with_nonzero_reward']} of {len(s['steps'])}",
+        f"- largest weight change vs the policy it started from: {MISSING if change is None else f'{change:.2e}'}",
+        f"- checkpoints left: {', '.join(s['checkpoints_left']) or 'none (deleted once final was saved)'}",
+    ]
+    if s["steps_with_nonzero_reward"] == 0:
+        lines.append(
+            "- **no learning signal:** every reward was 0, so every advantage was 0 and the policy did not move."
+        )
+    lines += [
+        "",
+        f"Per-step log: [`{folder}/log_history.json`]({folder}/log_history.json); settings: "
+        f"[`{folder}/{SETTINGS_FILE}`]({folder}/{SETTINGS_FILE}); policy: [`{folder}/final/`]({folder}/final/).",
+        "",
+    ]
+    return lines
