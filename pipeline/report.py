@@ -67,6 +67,7 @@ def render_report(plan: Plan, records: dict[str, dict[str, Any]]) -> str:
     lines += [f"| **total** | | **{total:.1f}** |", ""]
     if config.about:
         lines += [config.about, ""]
+    lines += lead_lines(active, records)
     lines += [
         "Every stage ran as its `darling` commands, launched as `commands.sh` launches them; each stage's output is "
         "in [`logs/`](logs/).",
@@ -81,6 +82,17 @@ def render_report(plan: Plan, records: dict[str, dict[str, Any]]) -> str:
         elif r.get("error"):
             lines += [f"Error: `{r['error']}`", ""]
     return "\n".join(lines)
+
+
+def lead_lines(active: list[Stage], records: dict[str, dict[str, Any]]) -> list[str]:
+    """The report's opening: what each finished stage's ``lead`` says of its figures, in chain order."""
+    found = [
+        line
+        for stage in active
+        if records.get(stage.name, {}).get("status") == "done" and records[stage.name].get("summary")
+        for line in stage.lead(records[stage.name]["summary"])
+    ]
+    return ["## What this run shows", "", *found] if found else []
 
 
 def write_report(plan: Plan, records: dict[str, dict[str, Any]]) -> Path:

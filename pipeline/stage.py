@@ -74,6 +74,8 @@ class Stage:
     runs: Callable[[Plan], bool] = _always
     note: Callable[[Records], list[str]] = _no_note  # a line citing another stage's figures, after the section
     inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
+    # a few lines from its summary for the report's opening section (what the run shows); none: it has none
+    lead: Callable[[dict[str, Any]], list[str]] = lambda summary: []
     # its tables in a preset and in --set (its own, ``table``, first where it has one), in the order --help lists them
     tables: dict[str, Section] = field(default_factory=dict, hash=False)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from darling.evals.compare_report import math_lines, novelty_lines, term_lines
+from darling.evals.compare_report import interval, math_lines, novelty_lines, term_lines
 from darling.evals.config import EVAL_QUALITY, CompareConfig, StudyConfig
 from darling.evals.prompt_metrics import PROMPT_METRICS
 from darling.pipeline.config import PipelineConfig
@@ -172,6 +172,31 @@ def compare_section(s: dict[str, Any]) -> list[str]:
     return [*lines, "Figures: [`compare/compare.json`](compare/compare.json).", ""]
 
 
+def compare_lead(s: dict[str, Any]) -> list[str]:
+    """Each trained policy against GRPO on the held-out prompts: the classifier-free counts and quality, and whether
+    its term acted (one seed: the intervals cover prompts, not runs)."""
+    novelty = s.get("novelty")
+    if not novelty:
+        return []
+    metrics = [m for m in PROMPT_METRICS if m.independent and m.verdict]
+    term = s.get("term", {})
+    lines = [
+        f"- **Held out** ({novelty['prompts']} prompts of {prompts_link(str(s['prompt_set']))}, one seed: intervals "
+        "over prompts, not runs), each arm minus GRPO:",
+        "",
+        "| arm - GRPO | " + " | ".join(m.label for m in metrics) + " | term acted |",
+        "| --- |" + " ---: |" * (len(metrics) + 1),
+    ]
+    for pair, diffs in novelty["differences"].items():
+        arm, _, other = pair.partition(" - ")
+        if other != GRPO_POLICY or not all(m.name in diffs for m in metrics):
+            continue
+        acted = term.get(arm, {}).get("share")
+        cells = " | ".join(interval(diffs[m.name]) for m in metrics)
+        lines.append(f"| {pair} | {cells} | {'–' if acted is None else f'{acted:.0%}'} |")
+    return [*lines, ""]
+
+
 COMPARE = Stage(
     "compare",
     "DARLING against GRPO and the base policy",
@@ -179,6 +204,7 @@ COMPARE = Stage(
     compare_summary,
     compare_section,
     placement="cpu",
+    lead=compare_lead,
     tables={
         "compare": Section(
             CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"

@@ -284,6 +284,25 @@ def labels_section(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def labels_lead(s: dict[str, Any]) -> list[str]:
+    """The judge against the checker, in one line (a chain with both)."""
+    if "judge_scored" not in s:
+        return []
+    a = s["judge_scored"]["agreement"]
+    per = {name: agreement_cell(r) for name, r in a["per_label"].items()}
+    return [
+        f"- **The judge against the checker**: `{s['judge_scored']['judge']}` agreed with the {a['checker']} checker "
+        f"on {per['equivalent']} of the pairs the checker calls equivalent and {per['different']} of those it calls "
+        f"different (a pair it left unlabelled is a miss); the classifier trained on the checker's labels.",
+        "",
+    ]
+
+
+def agreement_cell(r: dict[str, Any]) -> str:
+    interval = f" [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]" if r["interval"] else ""
+    return f"{fmt(r['agreement'])}{interval} (of {r['pairs']})"
+
+
 def judge_lines(s: dict[str, Any]) -> list[str]:
     c, b = s["counts"], s["label_balance"]
     if s["engine"] == CHECKER_ENGINE:
@@ -311,18 +330,15 @@ def agreement_lines(a: dict[str, Any]) -> list[str]:
     """The judge against the checker, per checker label (a pair the judge left unlabelled is a miss)."""
 
     def row(name: str, r: dict[str, Any]) -> str:
-        share = fmt(r["agreement"]) + (f" [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]" if r["interval"] else "")
+        share = agreement_cell(r).rsplit(" (of", 1)[0]
         return (
             f"| {name} | {r['pairs']} | {r['judged_equivalent']} | {r['judged_different']} | {r['unlabelled']} | "
             f"{share} |"
         )
 
     per = a["per_label"]
-    overall = a["overall"]
     total = sum(r["pairs"] for r in per.values())
-    shown_all = fmt(overall["agreement"]) + (
-        f" [{overall['interval'][0]:.2f}, {overall['interval'][1]:.2f}]" if overall["interval"] else ""
-    )
+    shown_all = agreement_cell({**a["overall"], "pairs": total}).rsplit(" (of", 1)[0]
     return [
         f"**The judge against the {a['checker']} checker** (bootstrap 95% intervals over pairs; {a['misses']}):",
         "",
@@ -342,5 +358,6 @@ LABELS = Stage(
     labels_summary,
     labels_section,
     runs=_with_rollouts,
+    lead=labels_lead,
     tables={"labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads", "checker"), command="datagen label")},
 )

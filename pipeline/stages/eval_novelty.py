@@ -12,13 +12,13 @@ from typing import Any
 from darling.core.numbers import fmt
 from darling.evals.config import NoveltyConfig
 from darling.evals.partitions_config import PartitionsConfig
-from darling.evals.partitions_report import RESULT_FILE, table_lines
+from darling.evals.partitions_report import CEILING, RESULT_FILE, cell, table_lines
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PROMPT_METRICS, mean_key
 from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, reward_urls
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.stages.rl import policies, training_prompts
+from darling.pipeline.stages.rl import BASE_POLICY, policies, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
 from darling.pipeline.tables import Section
 
@@ -174,6 +174,25 @@ def eval_novelty_section(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def partitions_lead(s: dict[str, Any]) -> list[str]:
+    """The start policy's held-out answers: how the chain's classifier and the n-gram rule partition them."""
+    table = (s.get("partitions") or {}).get("sets", {}).get(BASE_POLICY)
+    if table is None:
+        return []
+    rows = table["partitions"]
+
+    def reads(name: str) -> str:
+        row = rows[name]
+        return f"splits {cell(row['splits_same_key'])} of same-key pairs, joins {cell(row['joins_different_keys'])}"
+
+    others = "; ".join(f"{name}: {reads(name)}" for name in rows if name != CEILING)
+    return [
+        f"- **What the reward's partition reads** (the start policy's answers to {table['prompts']} held-out prompts, "
+        f"against the {s['partitions']['checker']} checker, whose own partition splits and joins none): {others}.",
+        "",
+    ]
+
+
 def partitions_lines(result: dict[str, Any]) -> list[str]:
     """How the chain's classifier (``chain``) and the n-gram rule partition each policy's answers, beside the
     checker's exact partition ([`eval-partitions/`](eval-partitions/report.md))."""
@@ -214,6 +233,7 @@ EVAL_NOVELTY = Stage(
     eval_novelty_block,
     eval_novelty_summary,
     eval_novelty_section,
+    lead=partitions_lead,
     tables={
         "eval_novelty": Section(
             NoveltyConfig,

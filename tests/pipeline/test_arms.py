@@ -1,15 +1,13 @@
 """`darling pipeline --arms ...` (preset cpu-arms): every other arm of rl-train trained beside DARLING and GRPO from
 the same start with the same settings and seeds, evaluated like them and compared with both. The dry run checks that
-the runs differ in their method alone; the tiny chain trains three arms through their own commands (the fourth,
-passk, trains through rl-train in tests/rl/test_arms.py; gpu-compare's dry run checks its study lines)."""
+the runs differ in their method alone; the tiny chain (the item chain, cpu-items) trains four arms through their own
+commands (passk trains through rl-train in tests/rl/test_arms.py; gpu-compare's dry run checks its study lines)."""
 
 import json
 import re
 
 import pytest
 from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, darling, darling_in_process
-
-from darling.pipeline.stages import STAGE_NAMES
 
 ARMS = ("darling-ngram", "darling-add", "entropy", "passk")
 
@@ -100,32 +98,57 @@ def test_arms_refused_in_one_line(tmp_path, options, fragments):
 
 
 @pytest.mark.slow
-def test_three_arms_train_evaluate_and_compare_through_the_chain_at_tiny_size(tmp_path):
+def test_the_item_chain_and_four_arms_train_evaluate_and_compare_at_tiny_size(tmp_path):
+    """cpu-items' chain through its commands with a tiny random policy (wiring, folders, records, report: what each
+    piece computes is tested where a test asserts it, tests/datagen/test_checker_labels.py, tests/rl/test_arms.py,
+    tests/evals/test_eval_partitions.py): the warm-up's own answers, paired and labelled by the checker and the judge,
+    the classifier, then DARLING, GRPO and four arms (the n-gram rule, the checker's ceiling, darling-add, entropy)."""
     run = tmp_path / "run"
-    arms = ["--set=arms=darling-ngram,darling-add,entropy", "--set=evaluate_training_prompts=false"]
-    result = darling("pipeline", "--preset", "cpu-arms", "-o", run, *arms, *TINY_CHAIN, timeout=ARMS_CHAIN_TIMEOUT)
+    arms = ["--set=arms=darling-ngram,checker-ceiling,darling-add,entropy", "--set=rl_arms.entropy_coef=0.02"]
+    item_chain = [
+        "--set=rollouts_from=policy",  # TINY_CHAIN skips rollouts: this chain's are its own
+        "--set=evaluate_training_prompts=false",
+        "--set=datagen.limit=2",
+        "--set=datagen.n=3",
+        "--set=datagen.max_tokens=8",
+        "--set=labels.judge_model=tiny:qwen3-lm",
+    ]
+    command = ["pipeline", "--preset", "cpu-items", "-o", run, *TINY_CHAIN, *arms, *item_chain]
+    result = darling(*command, timeout=ARMS_CHAIN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     records = json.loads((run / "stages.json").read_text())["stages"]
-    assert {n: r["status"] for n, r in records.items()} == {n: "done" for n in STAGE_NAMES if n in records}
+    assert list(records) == ["rl-warmup", "datagen", "pairs", "labels", "classifier", "rl", "eval-novelty", "compare"]
+    assert all(r["status"] == "done" for r in records.values())
+    rollouts = records["datagen"]["summary"]
+    assert rollouts["rollouts"] == 6 and rollouts["models"] == ["start"] and "checker" in rollouts  # 2 prompts x 3
+    assert records["labels"]["summary"]["judge"] == "checker:items"  # labels/, what the classifier trains on
+    assert "agreement" in records["labels"]["summary"]["judge_scored"]  # labels-judge/, scored against it
     logs = {}
-    for arm in ("darling-ngram", "darling-add", "entropy"):
+    own = ("darling-ngram", "checker-ceiling", "darling-add", "entropy")
+    for arm in own:
         settings = json.loads((run / f"rl-{arm}" / "rl-settings.json").read_text())
         assert settings["method"] == arm and settings["policy"] == str(run / "rl-warmup" / "final"), arm
         assert (run / f"rl-{arm}" / "final" / "model.safetensors").exists(), arm
         logs[arm] = [h for h in json.loads((run / f"rl-{arm}" / "log_history.json").read_text()) if "reward" in h]
+    assert json.loads((run / "rl-checker-ceiling" / "rl-settings.json").read_text())["checker"] == "items"
     # what acted: the partitioned arms log the share of groups their term changed, the entropy arm TRL's bonus
-    assert all("darling/groups_changed" in h for arm in ("darling-ngram", "darling-add") for h in logs[arm])
+    assert all("darling/groups_changed" in h for arm in own[:3] for h in logs[arm])
     assert all(h["entropy_coef"] == pytest.approx(0.02) and h["entropy"] > 0 for h in logs["entropy"])
     compare = json.loads((run / "compare" / "compare.json").read_text())
     differences = compare["novelty"]["differences"]
-    for arm in ("darling-ngram", "darling-add", "entropy"):
+    for arm in own:
         for pair in (f"{arm}-rl - grpo-rl", f"darling-rl - {arm}-rl"):
-            assert differences[pair]["distinct_answers"]["interval"], pair
+            assert differences[pair]["distinct_items"]["interval"], pair
     assert compare["term"]["entropy-rl"]["entropy_bonus"] > 0  # the report says what the entropy arm added
+    partitions = json.loads((run / "eval-partitions" / "partitions.json").read_text())
+    assert set(partitions["sets"]) == {"base", "darling-rl", "grpo-rl", *(f"{arm}-rl" for arm in own)}
     report = (run / "report.md").read_text()
-    assert all(f"**`rl-{arm}/`**" in report for arm in ("darling-ngram", "darling-add", "entropy"))
+    assert all(f"**`rl-{arm}/`**" in report for arm in own)
     assert "TRL's entropy bonus (coefficient x mean token entropy) took" in report
     assert "| entropy-rl - grpo-rl |" in report and "| darling-rl - darling-ngram-rl |" in report
+    lead = report.split("## What this run shows", 1)[1].split("\n## ", 1)[0]  # the judge, the partition, the arms
+    assert "**The judge against the checker**" in lead and "**What the reward's partition reads**" in lead
+    assert "| checker-ceiling-rl - grpo-rl |" in lead
 
 
 def test_arms_are_part_of_a_runs_identity_only_when_set(tmp_path):
