@@ -15,6 +15,7 @@ from darling.cli.help import HelpCommand
 from darling.cli.options import config_command
 from darling.evals.config import ClassifierEvalConfig, CompareConfig, StudyConfig
 from darling.evals.partitions_config import PartitionsConfig
+from darling.evals.partitions_report import CEILING
 
 CLASSIFIER_DOC = """Accuracy, precision, recall, F1, ROC-AUC and calibration error of a classifier on labelled pairs.
 
@@ -129,7 +130,6 @@ Writes OUTPUT/partitions.json and report.md. Every setting below is a field of
 
 def eval_partitions(config: PartitionsConfig) -> None:
     from darling.evals.partitions import evaluate_partitions  # loads numpy, polars; torch when it scores
-    from darling.evals.partitions_report import CEILING
 
     result = evaluate_partitions(config)
     for name, table in result["sets"].items():

@@ -28,6 +28,7 @@ import numpy as np
 
 from darling.classifier.partition import KeyPartition, Scorer, partition_texts
 from darling.core.checkers import get_checker
+from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_ORDER
 from darling.core.numbers import percentile_interval
@@ -115,7 +116,6 @@ def load_scorers(config: PartitionsConfig) -> dict[str, Scorer]:
     """Each classifier as DARLING's reward partitions with it, then the n-gram rule."""
     from darling.classifier.ngram import ngram_scorer  # loads torch (through scoring)
     from darling.classifier.scoring import load_scorer  # loads torch
-    from darling.core.devices import resolve_device
 
     device = resolve_device(config.device)
     scorers: dict[str, Scorer] = {
