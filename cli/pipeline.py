@@ -9,8 +9,7 @@ import typer
 
 from darling.cli.common import err, out
 from darling.cli.options import config_command
-from darling.pipeline.config import PipelineConfig
-from darling.pipeline.stages import SECTIONS
+from darling.pipeline.config import TABLES, PipelineConfig
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
 -> DARLING RL and, with the same settings and seeds, its GRPO baseline -> eval math (pass@k) -> eval novelty ->
@@ -46,7 +45,7 @@ them. On a machine without CUDA, `--preset paper` writes OUTPUT/commands.sh, say
 interrupted run resumes with the same command; another preset or setting into the same OUTPUT is refused.
 OUTPUT/manifest.json records the command line, config, versions and SHA-256 of every file; OUTPUT/logs/ each
 stage's output.
-""".format(tables=", ".join(f"[{name}] ({section.command})" for name, section in SECTIONS.items()))
+""".format(tables=", ".join(f"[{name}] ({section.command})" for name, section in TABLES.items()))
 
 
 def pipeline(config: PipelineConfig) -> None:

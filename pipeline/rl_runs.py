@@ -14,17 +14,13 @@ from darling.core.local_models import resolve_model
 from darling.core.numbers import MISSING
 from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
 from darling.pipeline.stage import Plan, read_json
-from darling.pipeline.steps import Step, input_path, run_relative, shown, table_values
+from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config
 from darling.rl.config import SETTINGS_FILE, RLTrainConfig
 from darling.rl.serve_config import RewardServeConfig
 
 RL_FOLDER = "rl"  # RUN/rl/: DARLING's run, where the RL stage's servers write their ready files
 REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in the folder of the stage using it
 ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
-# The rl-train options the pipeline sets for every run (refused in the rl tables); rl_run sets only these.
-RL_WIRED = ("output", "classifier", "seed", "threads", "method", "prune_checkpoints", "checker") + (
-    ("classifier_urls", "reward_model_urls", "engine", "verl_gpus", "verl_nodes")  # where the run is served / runs
-)
 
 
 # -- the reward model's replicas -----------------------------------------------------------------------------------
@@ -37,7 +33,7 @@ def reward_serve_step(plan: Plan, folder: str = RL_FOLDER) -> Step:
 def _reward_serve_step(plan: Plan, folder: str) -> Step:
     c = plan.config
     wired = {"model": c.rl_reward_model(), "ready_file": c.run / folder / REWARD_SERVERS_FILE}
-    config = RewardServeConfig.build(overrides={**table_values(c, "serve_reward"), **wired})
+    config = stage_config(c, "serve_reward", RewardServeConfig, **wired)
     name = "serve-reward-model" + ("" if folder == RL_FOLDER else f"-{folder}")
     return Step(name, ("serve-reward-model",), config, explicit=shown(c, wired, "serve_reward"))
 
@@ -82,8 +78,7 @@ def rl_run(
         wired["reward_model_urls"] = reward_urls(plan)
     if c.rl_engine == "verl":
         wired.update(engine="verl", verl_gpus=c.rl_processes, verl_nodes=c.nodes)
-    assert set(wired) <= set(RL_WIRED), f"wired but not declared in RL_WIRED: {set(wired) - set(RL_WIRED)}"
-    config = RLTrainConfig.build(preset, overrides={**table_values(c, "rl"), **own, **wired})
+    config = stage_config(c, "rl", RLTrainConfig, own=own, **wired)
     if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
         raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
     launcher: list[str] = []

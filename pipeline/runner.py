@@ -27,7 +27,7 @@ from darling.core.errors import UserInputError
 from darling.core.gpu_memory import GIB, LOG_ENV, STAGE_ENV
 from darling.core.shards import atomic_write_bytes
 from darling.evals.study import render_pooled, study
-from darling.pipeline.config import PipelineConfig
+from darling.pipeline.config import TABLES, PipelineConfig
 from darling.pipeline.gpu_memory import HEADROOM, MEMORY_LOG, fit_side_by_side, stage_peaks
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
@@ -53,7 +53,7 @@ def check_identity(config: PipelineConfig) -> None:
     current = json.loads(json.dumps(config.identity(), default=str))
     if path.exists():
         try:
-            saved = renamed_identity(json.loads(path.read_text()))
+            saved = renamed_identity(json.loads(path.read_text()), TABLES)
         except ValueError:
             raise UserInputError(f"{path}: not valid JSON; use a new --output") from None
         for name in [*dict.fromkeys([*saved, *current])]:  # preset first, then the fields in order

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from darling.pipeline.config import PipelineConfig
-from darling.pipeline.tables import Section
 
 if TYPE_CHECKING:
     from darling.pipeline.script import Block
@@ -76,8 +75,8 @@ class Stage:
     inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
     # a few lines from its summary for the report's opening section (what the run shows); none: it has none
     lead: Callable[[dict[str, Any]], list[str]] = lambda summary: []
-    # its tables in a preset and in --set (its own, ``table``, first where it has one), in the order --help lists them
-    tables: dict[str, Section] = field(default_factory=dict, hash=False)
+    # the tables its commands read (``darling.pipeline.config.TABLES``: each declared there, once), its own first
+    tables: tuple[str, ...] = ()
 
     @property
     def table(self) -> str:

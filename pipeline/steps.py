@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig
 from darling.core.config import CommandConfig, coerce
-from darling.pipeline.config import PipelineConfig, sections
+from darling.pipeline.config import TABLES, PipelineConfig
 from darling.pipeline.tables import INPUTS_PREFIX
 
 INPUTS = "inputs"  # RUN/inputs/: the files the commands read that the pipeline writes (prompts, generators)
@@ -135,7 +135,7 @@ def table_values(c: PipelineConfig, section: str) -> dict[str, Any]:
     """A stage's table as command settings: ``inputs:NAME`` as its path in RUN/inputs, the pipeline's keys out."""
     values = {}
     for key, value in getattr(c, section).items():
-        if key in sections()[section].extra:  # the pipeline's keys (preset, generators, source), not the command's
+        if key in TABLES[section].extra:  # the pipeline's keys (preset, generators, source), not the command's
             continue
         is_input = isinstance(value, str) and value.startswith(INPUTS_PREFIX)
         values[key] = input_path(c, value.removeprefix(INPUTS_PREFIX)) if is_input else value
@@ -145,10 +145,26 @@ def table_values(c: PipelineConfig, section: str) -> dict[str, Any]:
 C = TypeVar("C", bound=CommandConfig)
 
 
-def stage_config(c: PipelineConfig, section: str, cls: type[C], **wired: Any) -> C:
-    """The command's config: its preset (the table's ``preset``), the table, then what the pipeline wires."""
-    preset = getattr(c, section).get("preset")
-    return cls.build(preset, overrides={**table_values(c, section), **wired})
+def stage_config(
+    c: PipelineConfig,
+    section: str,
+    cls: type[C],
+    *,
+    defaults: dict[str, Any] | None = None,
+    own: dict[str, Any] | None = None,
+    table: bool = True,
+    also_wired: tuple[str, ...] = (),
+    **wired: Any,
+) -> C:
+    """The one way a step's settings are made: the table's preset, ``defaults`` (the pipeline's choices a table may
+    change), the table (``table=False``: not read), ``own`` (a run's settings from another table), then what the
+    pipeline wires, each wired key declared by the table's ``Section`` (``also_wired``: keys a step replaces on
+    purpose, said where it does: a policy chain's rollouts, refused in the table by the config's own check; the RL
+    prompts of ``eval-novelty-train/``, where the table's held-out prompts give way)."""
+    TABLES[section].check_wired(section, wired, also_wired)
+    preset = getattr(c, section).get("preset") if table else None
+    values = {**(defaults or {}), **(table_values(c, section) if table else {}), **(own or {}), **wired}
+    return cls.build(preset, overrides=values)
 
 
 def named_in(c: PipelineConfig, *sections: str) -> tuple[str, ...]:

@@ -1,12 +1,13 @@
 """The shape of a stage table of ``darling pipeline`` (``Section``: the command config its keys are fields of, the
-keys the pipeline wires itself, the pipeline's own keys, what the table configures), the check of a table's entries
-and the reading of a recorded identity under renamed names. Each room declares its own tables on its ``Stage``
-(``Stage.tables``); ``darling.pipeline.stages.SECTIONS`` collects them in chain order, and ``PipelineConfig``
-(``pipeline/config.py``) has one field per table.
+keys the pipeline wires itself, the pipeline's own keys, what the table configures), the check of a table's entries,
+the check of what a step wires, and the reading of a recorded identity under renamed names. The tables themselves
+are ``PipelineConfig``'s fields, each with its ``Section`` (``darling.pipeline.config.TABLES``); a stage's room
+names the tables it reads (``Stage.tables``). Imports run one way: this module <- the config <- the rooms.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -16,6 +17,7 @@ from darling.datagen.config import generator_spec
 from darling.pipeline.resources import INPUT_FILES
 
 INPUTS_PREFIX = "inputs:"
+SECTION = "section"  # a table field's metadata key: its Section
 
 
 @dataclass(frozen=True)
@@ -27,16 +29,21 @@ class Section:
     extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
     command: str = ""  # what the table configures, as `darling pipeline --help` names it
 
+    def check_wired(self, table: str, wired: Mapping[str, Any], also: tuple[str, ...] = ()) -> None:
+        """What a room wires into a step built from ``[table]`` must be declared here (or, ``also``, refused by the
+        config where it is wired): a key wired but not declared would be a table value silently replaced."""
+        undeclared = sorted(set(wired) - set(self.wired) - set(self.extra) - set(also))
+        if undeclared:
+            raise ValueError(f"[{table}]: wired {undeclared}, not declared in its Section (pipeline/config.py)")
 
-def renamed_identity(saved: dict[str, Any]) -> dict[str, Any]:
+
+def renamed_identity(saved: dict[str, Any], tables: dict[str, Section]) -> dict[str, Any]:
     """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
     a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
-    from darling.pipeline.stages import SECTIONS  # loads the stage rooms, which import this module via the config
-
     out: dict[str, Any] = {}
     for name, value in saved.items():
         table, dot, key = name.partition(".")
-        section = SECTIONS.get(table) if dot else None
+        section = tables.get(table) if dot else None
         if section is not None:
             if key == "preset" and isinstance(value, str):
                 value = section.config.current_preset_name(value, warn=False)

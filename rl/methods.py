@@ -11,13 +11,11 @@ coefficient.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_RULE as NGRAM
-
-if TYPE_CHECKING:
-    from darling.rl.config import RLTrainConfig
 
 CLASSIFIER = "classifier"  # what partitions a group's responses in the reward: the classifier, or the n-gram rule
 CHECKER = "checker"  # ... or a checker's keys (darling.core.checkers): the exact partition, where a task has one
@@ -77,7 +75,31 @@ def arm_settings(name: str, settings: dict) -> dict:
     return {key: value for key, value in settings.items() if key not in others}
 
 
-def check_arm_settings(config: RLTrainConfig) -> None:
+class ArmSettings(Protocol):
+    """What ``check_arm_settings`` reads of rl-train's settings (``darling.rl.config.RLTrainConfig``, which imports
+    this module: the arms never import the settings that list them)."""
+
+    @property
+    def arm(self) -> Method: ...
+    @property
+    def classifier(self) -> Path | None: ...
+    @property
+    def ngram_n(self) -> int: ...
+    @property
+    def ngram_threshold(self) -> float: ...
+    @property
+    def entropy_coef(self) -> float: ...
+    @property
+    def trl(self) -> dict[str, Any]: ...
+    @property
+    def passk_k(self) -> int: ...
+    @property
+    def num_generations(self) -> int: ...
+    @property
+    def scale_rewards(self) -> str: ...
+
+
+def check_arm_settings(config: ArmSettings) -> None:
     """What the arm needs, and one place for each setting: an arm's own settings are refused on another."""
     arm = config.arm
     if arm.partition == "classifier" and config.classifier is None:

@@ -3,12 +3,10 @@ that refuses anything else before a command is written (``darling.rl.verl_recipe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from darling.core.errors import UserInputError
-
-if TYPE_CHECKING:
-    from darling.rl.config import RLTrainConfig
 
 VERL_METHODS = ("darling", "darling-add", "grpo", "entropy")  # the arms the verl recipe writes
 # TRL's loss_type -> verl's actor.loss_agg_mode (how token losses are averaged)
@@ -20,7 +18,31 @@ VERL_LOSS_AGG = {
 }
 
 
-def check_verl(config: RLTrainConfig) -> None:
+class VerlSettingsRead(Protocol):
+    """What ``check_verl`` reads of rl-train's settings (``darling.rl.config.RLTrainConfig``, which imports this
+    module)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def verl_gpus(self) -> int: ...
+    @property
+    def verl_nodes(self) -> int: ...
+    @property
+    def trl(self) -> dict[str, Any]: ...
+    @property
+    def quality(self) -> str: ...
+    @property
+    def reward_model(self) -> Path | None: ...
+    @property
+    def trainable_layers(self) -> int | None: ...
+    @property
+    def loss_type(self) -> str: ...
+    @property
+    def scale_rewards(self) -> str: ...
+
+
+def check_verl(config: VerlSettingsRead) -> None:
     """What ``--engine verl``'s recipe covers (``darling.rl.verl_recipe``)."""
     if config.method not in VERL_METHODS:
         raise UserInputError(

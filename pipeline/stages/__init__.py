@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from darling.pipeline.config import PipelineConfig
+from darling.pipeline.config import TABLES, PipelineConfig
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage
@@ -22,7 +22,7 @@ from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
 from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
 from darling.pipeline.stages.warmup import WARMUP
 from darling.pipeline.steps import input_path
-from darling.pipeline.tables import INPUTS_PREFIX, Section
+from darling.pipeline.tables import INPUTS_PREFIX
 from darling.rl.methods import METHODS
 
 STAGES: tuple[Stage, ...] = (
@@ -39,8 +39,6 @@ STAGES: tuple[Stage, ...] = (
 )
 STAGE = {stage.name: stage for stage in STAGES}
 STAGE_NAMES = tuple(STAGE)
-# Every stage table, in chain order, as its room declares it (``Stage.tables``); PipelineConfig has one field each.
-SECTIONS: dict[str, Section] = {name: section for stage in STAGES for name, section in stage.tables.items()}
 
 
 def active_stages(plan: Plan) -> list[Stage]:
@@ -58,7 +56,7 @@ def input_files(plan: Plan) -> dict[Path, str]:
     (``inputs:NAME``), then what each stage writes for its commands."""
     c = plan.config
     files: dict[Path, str] = {}
-    for name in SECTIONS:
+    for name in TABLES:
         for value in getattr(c, name).values():
             if isinstance(value, str) and value.startswith(INPUTS_PREFIX):
                 shipped = value.removeprefix(INPUTS_PREFIX)

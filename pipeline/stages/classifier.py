@@ -14,8 +14,7 @@ from darling.core.numbers import fmt
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.datagen import LABELS
-from darling.pipeline.steps import Step, named_in, shown, stage_config, table_values, threads
-from darling.pipeline.tables import Section
+from darling.pipeline.steps import Step, named_in, shown, stage_config, threads
 
 TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier trains on
 CHECKPOINT = "training/checkpoints/last.ckpt"  # under classifier/: what --resume continues from
@@ -62,7 +61,7 @@ def _classifier_step(plan: Plan) -> Step:
 def import_step(plan: Plan) -> Step:
     """``import-classifier SOURCE``: a classifier trained elsewhere (a released one) as the chain's export."""
     c = plan.config
-    config = ImportConfig.build(overrides=table_values(c, "import_classifier"))
+    config = stage_config(c, "import_classifier", ImportConfig)
     params = {"output": CLASSIFIER.folder(c.run)}
     source = str(c.import_classifier["source"])
     explicit = named_in(c, "import_classifier")
@@ -171,9 +170,5 @@ CLASSIFIER = Stage(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),
     ),
-    tables={
-        "training_pairs": Section(TrainingPairsConfig, ("labels", "output", "seed"), command="datagen training-pairs"),
-        "classifier": Section(ClassifierTrainConfig, ("seed", "threads", "num_nodes"), ("preset",), "train-classifier"),
-        "import_classifier": Section(ImportConfig, (), ("source",), "import-classifier"),
-    },
+    tables=("training_pairs", "classifier", "import_classifier"),
 )

@@ -25,8 +25,7 @@ from darling.pipeline.stages.rl import (
     run_folders,
     training_prompts,
 )
-from darling.pipeline.steps import Step, shown, table_values
-from darling.pipeline.tables import Section
+from darling.pipeline.steps import Step, shown, stage_config
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
 ARMS_TABLE = "arms.md"  # RUN/arms.md (--seeds with other arms): every pair's pooled figures in one table
@@ -101,7 +100,7 @@ def _compare_step(plan: Plan, train: bool) -> Step:
         "seed": c.seed,
     }
     defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}
-    config = CompareConfig.build(overrides={**defaults, **table_values(c, "compare"), **wired})
+    config = stage_config(c, "compare", CompareConfig, defaults=defaults, **wired)
     return Step(folder, ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
 
 
@@ -205,9 +204,5 @@ COMPARE = Stage(
     compare_section,
     placement="cpu",
     lead=compare_lead,
-    tables={
-        "compare": Section(
-            CompareConfig, ("output", "novelty", "math", "training", "pairs", "seed"), command="eval compare"
-        )
-    },
+    tables=("compare",),
 )

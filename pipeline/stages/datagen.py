@@ -13,11 +13,11 @@ from darling.core.checkers import get_checker
 from darling.core.numbers import fmt
 from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
+from darling.pipeline.config import POLICY_ROLLOUT_KEYS
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.warmup import rl_settings, start_policy
-from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, table_values, threads
-from darling.pipeline.tables import Section
+from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
 START = "start"  # rollouts_from = policy: the start policy's name in the rollouts
@@ -61,9 +61,8 @@ def _policy_rollouts(plan: Plan, wired: dict[str, Any]) -> Step:
         user_template=rl.user_template,
         **threads(c, RolloutConfig, alone=True),
     )
-    table = table_values(c, "datagen")
     as_rl = {"limit": rl.limit, "temperature": rl.temperature, "max_tokens": rl.max_completion_length}
-    config = RolloutConfig.build(c.datagen.get("preset"), overrides={**as_rl, **table, **wired})
+    config = stage_config(c, "datagen", RolloutConfig, defaults=as_rl, also_wired=POLICY_ROLLOUT_KEYS, **wired)
     explicit = (*shown(c, wired, "datagen"), *as_rl)  # the RL runs' sampling, said on the line even as defaults
     return Step("datagen", ("datagen", "rollouts"), config, explicit=explicit)
 
@@ -145,11 +144,7 @@ DATAGEN = Stage(
     datagen_section,
     runs=_with_rollouts,
     inputs=datagen_inputs,
-    tables={
-        "datagen": Section(
-            RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"
-        )
-    },
+    tables=("datagen",),
 )
 
 
@@ -221,9 +216,7 @@ PAIRS = Stage(
     links=(("summary.json", "pairs/summary.json"),),
     placement="cpu",
     runs=_with_rollouts,
-    tables={
-        "pairs": Section(PairConfig, ("rollouts", "output", "seed", "workers", "checker"), command="datagen pairs")
-    },
+    tables=("pairs",),
 )
 
 
@@ -246,7 +239,8 @@ def _labels_steps(plan: Plan) -> list[Step]:
     if c.checker is None:
         return [_judge_step(plan, LABELS.name, common)]
     wired = {**common, "output": LABELS.folder(c.run), "checker": c.checker}
-    rule = Step(LABELS.name, ("datagen", "label"), JudgeConfig.build(overrides=wired), explicit=tuple(wired))
+    rule = Step(LABELS.name, ("datagen", "label"), stage_config(c, "labels", JudgeConfig, table=False, **wired))
+    rule.explicit = tuple(wired)
     return [rule, *([_judge_step(plan, LABELS_JUDGE, {**common, "checker": c.checker})] if judged else [])]
 
 
@@ -359,5 +353,5 @@ LABELS = Stage(
     labels_section,
     runs=_with_rollouts,
     lead=labels_lead,
-    tables={"labels": Section(JudgeConfig, ("pairs", "output", "seed", "threads", "checker"), command="datagen label")},
+    tables=("labels",),
 )

@@ -11,7 +11,6 @@ from darling.pipeline.script import Block, engine_where
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.rl import BASE_POLICY, DARLING_POLICY, GRPO_POLICY, policies
 from darling.pipeline.steps import Step, shown, stage_config, threads
-from darling.pipeline.tables import Section
 
 
 def eval_creative_step(plan: Plan) -> Step:
@@ -77,9 +76,5 @@ EVAL_CREATIVE = Stage(
     eval_creative_summary,
     eval_creative_section,
     runs=lambda plan: plan.config.evaluate_creative,
-    tables={
-        "eval_creative": Section(
-            CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"
-        )
-    },
+    tables=("eval_creative",),
 )

@@ -12,7 +12,6 @@ from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Records, Stage, read_json
 from darling.pipeline.stages.rl import RL, policies, rl_step
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
-from darling.pipeline.tables import Section
 
 GENERATORS_FILE = "eval-math.json"  # RUN/inputs/: every policy as an eval-math generator
 
@@ -126,11 +125,5 @@ EVAL_MATH = Stage(
     runs=lambda plan: plan.config.evaluate_math,
     note=policy_note,
     inputs=eval_math_inputs,
-    tables={
-        "eval_math": Section(
-            MathEvalConfig,
-            ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
-            command="eval math",
-        )
-    },
+    tables=("eval_math",),
 )

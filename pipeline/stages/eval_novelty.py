@@ -20,7 +20,6 @@ from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.rl import BASE_POLICY, policies, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
-from darling.pipeline.tables import Section
 
 NOVELTY_TRAIN = "eval-novelty-train"  # RUN/eval-novelty-train/: the same evaluation on the RL prompts
 PARTITIONS = "eval-partitions"  # RUN/eval-partitions/: with a checker, how each partition splits and joins answers
@@ -86,7 +85,8 @@ def _wired(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str]) -
 
 def _step(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str], chunks: int) -> Step:
     wired = _wired(plan, folder, prompts, names)
-    config = stage_config(plan.config, "eval_novelty", NoveltyConfig, **wired)
+    # eval-novelty-train/: the RL prompts replace the table's held-out ones, its sampling kept (by design)
+    config = stage_config(plan.config, "eval_novelty", NoveltyConfig, also_wired=tuple(prompts), **wired)
     name = folder if chunks == 1 else f"{folder}-{'+'.join(names)}"  # its log: logs/NAME.log
     return Step(name, ("eval", "novelty"), config, explicit=shown(plan.config, wired, "eval_novelty"))
 
@@ -234,11 +234,5 @@ EVAL_NOVELTY = Stage(
     eval_novelty_summary,
     eval_novelty_section,
     lead=partitions_lead,
-    tables={
-        "eval_novelty": Section(
-            NoveltyConfig,
-            ("output", "model", "classifier", "seed", "threads", "reward_model_urls"),
-            command="eval novelty",
-        )
-    },
+    tables=("eval_novelty",),
 )

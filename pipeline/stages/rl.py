@@ -16,7 +16,6 @@ from darling.pipeline.rl_runs import (
     ACCELERATE_FILE,
     REWARD_SERVERS_FILE,
     RL_FOLDER,
-    RL_WIRED,
     reward_serve_step,
     rl_run,
     run_section,
@@ -26,11 +25,8 @@ from darling.pipeline.script import Block, side_by_side, start_in_background, st
 from darling.pipeline.stage import Plan, Stage
 from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.warmup import WARMUP, start_policy
-from darling.pipeline.steps import Step, input_path, shown, table_values
-from darling.pipeline.tables import Section
-from darling.rl.config import RLTrainConfig
+from darling.pipeline.steps import Step, input_path, shown, stage_config, table_values
 from darling.rl.methods import CHECKER, DARLING, GRPO, METHODS, arm_settings
-from darling.rl.serve_config import RewardServeConfig
 
 ENGINE_NAMES = {"trl": "TRL GRPOTrainer", "verl": "verl main_ppo"}  # rl_engine -> what trains, in the report
 GRPO_RUN = "rl-grpo"  # RUN/rl-grpo/: the GRPO baseline
@@ -57,7 +53,7 @@ def serve_step(plan: Plan) -> Step:
 def _serve_step(plan: Plan) -> Step:
     c = plan.config
     wired = {"model": CLASSIFIER.folder(c.run), "ready_file": RL.folder(c.run) / SERVERS_FILE}
-    config = ServeConfig.build(overrides={**table_values(c, "serve"), **wired})
+    config = stage_config(c, "serve", ServeConfig, **wired)
     return Step("serve-classifier", ("serve-classifier",), config, explicit=shown(c, wired, "serve"))
 
 
@@ -231,13 +227,5 @@ RL = Stage(
     rl_section,
     placement="nodes",
     inputs=rl_inputs,
-    tables={
-        "serve": Section(ServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-classifier"),
-        "serve_reward": Section(
-            RewardServeConfig, ("model", "ready_file", "exit_after_check"), command="serve-reward-model"
-        ),
-        "rl": Section(RLTrainConfig, RL_WIRED, ("preset",), "rl-train, both runs"),
-        "rl_grpo": Section(RLTrainConfig, RL_WIRED, command="rl-train: what the GRPO baseline sets differently"),
-        "rl_arms": Section(RLTrainConfig, RL_WIRED, command="rl-train: what the other arms add (each reads its own)"),
-    },
+    tables=("rl", "rl_grpo", "rl_arms", "serve", "serve_reward"),
 )

@@ -11,7 +11,6 @@ from typing import Any
 from darling.pipeline.rl_runs import (
     REWARD_SERVERS_FILE,
     RL_FOLDER,
-    RL_WIRED,
     reward_serve_step,
     rl_run,
     run_section,
@@ -19,12 +18,9 @@ from darling.pipeline.rl_runs import (
 )
 from darling.pipeline.script import Block, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage
-from darling.pipeline.steps import Step, block_threads, table_values
-from darling.pipeline.tables import Section
+from darling.pipeline.steps import Step, block_threads, stage_config, table_values
 from darling.rl.config import RLTrainConfig
 from darling.rl.methods import GRPO
-
-WARMUP_WIRED = (*RL_WIRED, "policy")  # its start is [rl]'s policy: the pipeline's to wire, as for every run
 
 
 def _with_warmup(plan: Plan) -> bool:
@@ -49,12 +45,11 @@ def start_policy(plan: Plan) -> str:
 def rl_settings(plan: Plan) -> RLTrainConfig:
     """``[rl]`` as its runs read it (its preset, then its entries): their prompts, template and sampling."""
     c = plan.config
-    return plan.once(("rl-settings",), lambda: RLTrainConfig.build(c.rl.get("preset"), overrides=_rl_table(plan)))
-
-
-def _rl_table(plan: Plan) -> dict[str, Any]:
     # read for its prompts, template and sampling only: as GRPO, which needs no classifier
-    return {**table_values(plan.config, "rl"), "output": plan.run / RL_FOLDER, "method": GRPO.name}
+    return plan.once(
+        ("rl-settings",),
+        lambda: stage_config(c, "rl", RLTrainConfig, output=plan.run / RL_FOLDER, method=GRPO.name),
+    )
 
 
 def warmup_block(plan: Plan) -> Block:
@@ -86,7 +81,5 @@ WARMUP = Stage(
     warmup_section,
     placement="nodes",
     runs=_with_warmup,
-    tables={
-        "rl_warmup": Section(RLTrainConfig, WARMUP_WIRED, command="rl-train: a GRPO warm-up every RL run starts from")
-    },
+    tables=("rl_warmup",),
 )
