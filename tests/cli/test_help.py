@@ -33,7 +33,7 @@ def render(words: list[str]) -> str:
 
 
 def test_every_command_is_found():
-    assert len(COMMANDS) == 16 and ["rl-train"] in [w for w, _ in COMMANDS]
+    assert len(COMMANDS) == 17 and ["rl-train"] in [w for w, _ in COMMANDS]
 
 
 @pytest.mark.parametrize("words, command", COMMANDS, ids=[" ".join(w) for w, _ in COMMANDS])
@@ -52,10 +52,10 @@ def test_help_fits_80_columns_with_every_option_name_whole(words, command):
 
 
 def test_settings_panels_put_the_essentials_first_and_pipeline_help_names_every_table():
-    from darling.pipeline.stages import SECTIONS
+    from darling.pipeline.config import TABLES
 
     panels = [line.split("─ ", 1)[1].split(" ─", 1)[0] for line in render(["rl-train"]).splitlines() if "╭─ " in line]
     assert panels[:3] == ["Options", "Data, model, output", "Reward: quality x diversity (Eq. 5), and the other arms"]
     assert {"GRPO (TRL's GRPOConfig)", "Generation and hardware", "Checkpoints, logging, seed"} <= set(panels)
     pipeline = " ".join(render(["pipeline"]).split())
-    assert all(f"[{name}]" in pipeline for name in SECTIONS), [n for n in SECTIONS if f"[{n}]" not in pipeline]
+    assert all(f"[{name}]" in pipeline for name in TABLES), [n for n in TABLES if f"[{n}]" not in pipeline]

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from darling.core.errors import UserInputError
-from darling.pipeline.stages import SECTIONS
+from darling.pipeline.config import TABLES
 from darling.pipeline.tables import checked_table
 from darling.rl.config import RLTrainConfig
 
@@ -37,7 +37,7 @@ def test_the_trl_table_and_the_tiny_preset_keep_their_old_names(tmp_path):
 
 def test_a_pipeline_table_reads_the_old_names_as_the_new():
     with pytest.warns(FutureWarning) as seen:
-        table = checked_table("rl", SECTIONS["rl"], {"preset": "paper-math-tiny", "grpo.epsilon_high": 0.28})
+        table = checked_table("rl", TABLES["rl"], {"preset": "paper-math-tiny", "grpo.epsilon_high": 0.28})
     assert table == {"preset": "paper-tiny", "trl.epsilon_high": 0.28} and len(seen) == 2
 
 

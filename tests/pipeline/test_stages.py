@@ -4,10 +4,11 @@ sections and SLURM jobs derived from it."""
 import pytest
 
 from darling.pipeline import build_config
+from darling.pipeline.config import TABLES
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
 from darling.pipeline.stage import Plan
-from darling.pipeline.stages import SECTIONS, STAGE_NAMES, STAGES, active_stages, blocks
+from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, blocks
 
 
 def test_every_stage_has_one_name_and_its_table():
@@ -15,17 +16,17 @@ def test_every_stage_has_one_name_and_its_table():
     assert all(stage.table in stage.tables for stage in STAGES), [s.name for s in STAGES if s.table not in s.tables]
 
 
-def test_each_table_is_declared_by_one_room_and_is_a_field_of_the_config():
-    """Rooms declare their tables (``Stage.tables``): a table declared twice, or without a PipelineConfig field, or
-    a field without a room, fails here."""
+def test_each_table_is_read_by_one_room_and_declared_once_on_the_config():
+    """A table is declared once, as a PipelineConfig field with its Section (``TABLES``), and named by one room
+    (``Stage.tables``): a table no room reads, or one two rooms claim, fails here."""
     from dataclasses import fields
 
     from darling.pipeline.config import PipelineConfig
 
-    declared = [name for stage in STAGES for name in stage.tables]
-    assert len(declared) == len(set(declared)) == len(SECTIONS), declared
+    claimed = [name for stage in STAGES for name in stage.tables]
+    assert len(claimed) == len(set(claimed)) and set(claimed) == set(TABLES), set(claimed) ^ set(TABLES)
     table_fields = {f.name for f in fields(PipelineConfig) if f.type in ("dict[str, Any]", dict)} - {"slurm"}
-    assert table_fields == set(SECTIONS), table_fields ^ set(SECTIONS)  # slurm: the launcher's table, no stage's
+    assert table_fields == set(TABLES), table_fields ^ set(TABLES)  # slurm: the launcher's table, no stage's
 
 
 @pytest.mark.parametrize(
@@ -96,51 +97,19 @@ def test_the_rl_step_table_is_read_from_the_training_log_table():
     assert cells[0][at["loss"]].startswith("0.5000")
 
 
-@pytest.mark.parametrize(
-    ("preset", "settings"),
-    [
-        ("cpu", {}),
-        ("cpu", {"serve_classifier": "true", "evaluate_creative": "true"}),
-        ("paper", {"rl_engine": "verl"}),
-        ("paper-chat", {}),
-        ("cpu-items", {}),
-    ],
-)
-def test_every_key_a_room_wires_is_refused_in_its_table(tmp_path, monkeypatch, preset, settings):
-    """What a stage's module sets itself (``wired``) must be in its table's ``Section.wired``, which the config
-    refuses when a user sets it (or its ``extra``, the pipeline's own keys): a key missing there would let a table's
-    value be silently replaced. One replacement is the design: the evaluation on the RL prompts
-    (``eval-novelty-train/``) takes [eval_novelty]'s sampling, not its held-out prompts."""
-    import sys
+def test_a_step_wiring_a_key_its_table_does_not_declare_is_refused(tmp_path):
+    """One call builds every step's settings (``stage_config``): a key a room wires that its table's Section does not
+    declare (and so does not refuse in the table) would silently replace a user's value; it is refused when the step
+    is built, so every preset's dry run checks every step's wiring."""
+    from darling.evals.config import NoveltyConfig
+    from darling.pipeline.steps import stage_config
 
-    import darling.pipeline.stages  # noqa: F401  (imports every room)
-    from darling.pipeline import steps as steps_module
-    from darling.pipeline.config import POLICY_ROLLOUT_KEYS
-    from darling.pipeline.stages.eval_novelty import NOVELTY_TRAIN
-
-    seen: list[tuple[tuple[str, ...], dict]] = []
-
-    def recording(c, wired, *sections):
-        seen.append((sections, dict(wired)))
-        return steps_module.shown(c, wired, *sections)
-
-    rooms = [  # every module that builds steps: the rooms, and the RL runs' (pipeline/rl_runs.py)
-        m for name, m in sys.modules.items() if name.startswith("darling.pipeline.") and m is not steps_module
-    ]
-    for room in rooms:
-        if getattr(room, "shown", None) is steps_module.shown:
-            monkeypatch.setattr(room, "shown", recording)
-    extra = {"eval_creative.bench_dir": "/tmp", "eval_creative.judge_model": "smollm2"}
-    config = build_config(preset, tmp_path / "run", **settings, **(extra if settings.get("evaluate_creative") else {}))
-    blocks(Plan(config))
-    assert len(seen) >= 8
-    for sections, wired in seen:
-        refused = {key for s in sections for key in (*SECTIONS[s].wired, *SECTIONS[s].extra)}
-        if NOVELTY_TRAIN in str(wired.get("output")):
-            refused |= {"prompts", "limit"}
-        if sections == ("datagen",) and config.rollouts_from == "policy":  # taken from the RL runs, refused then
-            refused |= set(POLICY_ROLLOUT_KEYS)
-        assert set(wired) <= refused, (sections, set(wired) - refused)
+    config = build_config("cpu", tmp_path / "run")
+    wired = {"output": tmp_path / "x", "model": ["a=b"], "classifier": "c", "seed": 0}
+    assert stage_config(config, "eval_novelty", NoveltyConfig, **wired).k == 8
+    with pytest.raises(ValueError, match=r"\[eval_novelty\]: wired \['temperature'\], not declared in its Section"):
+        stage_config(config, "eval_novelty", NoveltyConfig, **wired, temperature=0.2)
+    assert stage_config(config, "eval_novelty", NoveltyConfig, also_wired=("temperature",), **wired, temperature=0.2)
 
 
 @pytest.mark.parametrize("jobs, train_chunks", [(1, 1), (2, 2), (3, 2), (6, 3)])
