@@ -9,7 +9,8 @@ import typer
 
 from darling.cli.common import err, out
 from darling.cli.options import config_command
-from darling.pipeline.config import TABLES, PipelineConfig
+from darling.pipeline.config import PipelineConfig
+from darling.pipeline.schema import TABLES
 
 DOC = """The whole chain: rollouts -> same-answer pairs -> judge labels -> classifier (train, calibrate, export)
 -> DARLING RL and, with the same settings and seeds, its GRPO baseline -> eval math (pass@k) -> eval novelty ->

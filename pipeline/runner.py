@@ -27,11 +27,12 @@ from darling.core.errors import UserInputError
 from darling.core.gpu_memory import GIB, LOG_ENV, STAGE_ENV
 from darling.core.shards import atomic_write_bytes
 from darling.evals.study import render_pooled, study
-from darling.pipeline.config import TABLES, PipelineConfig
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.gpu_memory import HEADROOM, MEMORY_LOG, fit_side_by_side, stage_peaks
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
+from darling.pipeline.schema import TABLES
 from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs, write_study_script
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes

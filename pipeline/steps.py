@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 from darling.classifier.config import ClassifierTrainConfig
 from darling.core.config import CommandConfig, coerce
-from darling.pipeline.config import TABLES, PipelineConfig
+from darling.pipeline.config import PipelineConfig
+from darling.pipeline.schema import TABLES
 from darling.pipeline.tables import INPUTS_PREFIX
 
 INPUTS = "inputs"  # RUN/inputs/: the files the commands read that the pipeline writes (prompts, generators)

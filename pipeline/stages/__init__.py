@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from darling.pipeline.config import TABLES, PipelineConfig
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.resources import INPUT_FILES
+from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage
 from darling.pipeline.stages.classifier import CLASSIFIER, training_pairs_step

@@ -52,7 +52,7 @@ def test_help_fits_80_columns_with_every_option_name_whole(words, command):
 
 
 def test_settings_panels_put_the_essentials_first_and_pipeline_help_names_every_table():
-    from darling.pipeline.config import TABLES
+    from darling.pipeline.schema import TABLES
 
     panels = [line.split("─ ", 1)[1].split(" ─", 1)[0] for line in render(["rl-train"]).splitlines() if "╭─ " in line]
     assert panels[:3] == ["Options", "Data, model, output", "Reward: quality x diversity (Eq. 5), and the other arms"]

@@ -7,8 +7,8 @@ A module imports only from layers below its own (``|``: siblings that never impo
 lives below both. Inside ``pipeline`` the same holds, so that a stage's tables are declared before any room reads
 them (tables <- config <- the rooms):
 
-    runner -> report | launch_slurm | launch_ray -> stages -> rl_runs -> stage -> script -> steps -> config -> tables
-        -> resources | gpu_memory | measured_figures
+    runner -> report | launch_slurm | launch_ray -> stages -> rl_runs -> stage -> script -> steps -> config -> schema
+        -> tables -> resources | gpu_memory | measured_figures
 """
 
 import copy
@@ -27,6 +27,7 @@ PIPELINE_LAYERS = (
     Layer("script"),
     Layer("steps"),
     Layer("config"),
+    Layer("schema"),
     Layer("tables"),
     Layer("resources", "gpu_memory", "measured_figures"),
 )

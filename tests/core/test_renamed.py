@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from darling.core.errors import UserInputError
-from darling.pipeline.config import TABLES
+from darling.pipeline.schema import TABLES
 from darling.pipeline.tables import checked_table
 from darling.rl.config import RLTrainConfig
 

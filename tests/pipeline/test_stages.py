@@ -4,9 +4,9 @@ sections and SLURM jobs derived from it."""
 import pytest
 
 from darling.pipeline import build_config
-from darling.pipeline.config import TABLES
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
+from darling.pipeline.schema import TABLES
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE_NAMES, STAGES, active_stages, blocks
 
