@@ -33,7 +33,7 @@ def reward_serve_step(plan: Plan, folder: str = RL_FOLDER) -> Step:
 def _reward_serve_step(plan: Plan, folder: str) -> Step:
     c = plan.config
     wired = {"model": c.rl_reward_model(), "ready_file": c.run / folder / REWARD_SERVERS_FILE}
-    config = stage_config(c, "serve_reward", RewardServeConfig, **wired)
+    config = stage_config(c, "serve_reward", RewardServeConfig, wired)
     name = "serve-reward-model" + ("" if folder == RL_FOLDER else f"-{folder}")
     return Step(name, ("serve-reward-model",), config, explicit=shown(c, wired, "serve_reward"))
 
@@ -78,7 +78,7 @@ def rl_run(
         wired["reward_model_urls"] = reward_urls(plan)
     if c.rl_engine == "verl":
         wired.update(engine="verl", verl_gpus=c.rl_processes, verl_nodes=c.nodes)
-    config = stage_config(c, "rl", RLTrainConfig, own=own, **wired)
+    config = stage_config(c, "rl", RLTrainConfig, wired, own=own)
     if c.rl_accelerate == "multi-cpu" and not config.use_cpu:
         raise UserInputError("rl_accelerate = multi-cpu launches CPU processes: set [rl] use_cpu = true, or multi-gpu")
     launcher: list[str] = []

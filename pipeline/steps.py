@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -150,18 +151,19 @@ def stage_config(
     c: PipelineConfig,
     section: str,
     cls: type[C],
+    wired: Mapping[str, Any] | None = None,
     *,
     defaults: dict[str, Any] | None = None,
     own: dict[str, Any] | None = None,
     table: bool = True,
     also_wired: tuple[str, ...] = (),
-    **wired: Any,
 ) -> C:
     """The one way a step's settings are made: the table's preset, ``defaults`` (the pipeline's choices a table may
     change), the table (``table=False``: not read), ``own`` (a run's settings from another table), then what the
     pipeline wires, each wired key declared by the table's ``Section`` (``also_wired``: keys a step replaces on
     purpose, said where it does: a policy chain's rollouts, refused in the table by the config's own check; the RL
     prompts of ``eval-novelty-train/``, where the table's held-out prompts give way)."""
+    wired = wired or {}
     TABLES[section].check_wired(section, wired, also_wired)
     preset = getattr(c, section).get("preset") if table else None
     values = {**(defaults or {}), **(table_values(c, section) if table else {}), **(own or {}), **wired}

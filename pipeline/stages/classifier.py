@@ -29,7 +29,7 @@ def _training_pairs_step(plan: Plan) -> Step:
     wired: dict[str, Any] = {"output": c.run / TRAINING_PAIRS, "seed": c.seed}
     if c.rollouts_from != "none":  # the chat track has no judge labels: human pairs only
         wired["labels"] = LABELS.folder(c.run)
-    config = stage_config(c, "training_pairs", TrainingPairsConfig, **wired)
+    config = stage_config(c, "training_pairs", TrainingPairsConfig, wired)
     return Step(TRAINING_PAIRS, ("datagen", "training-pairs"), config, explicit=shown(c, wired, "training_pairs"))
 
 
@@ -48,7 +48,7 @@ def _classifier_step(plan: Plan) -> Step:
     wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}
     if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/launch_slurm.py): Lightning must know
         wired["num_nodes"] = c.nodes
-    config = stage_config(c, "classifier", ClassifierTrainConfig, **wired)
+    config = stage_config(c, "classifier", ClassifierTrainConfig, wired)
     output = CLASSIFIER.folder(c.run)
     params = {"data": str(c.run / TRAINING_PAIRS / "pairs.jsonl"), "output": output}
     shell = {"resume": f'$( [ -f "$RUN/{CLASSIFIER.name}/{CHECKPOINT}" ] && echo --resume )'}

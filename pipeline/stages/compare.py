@@ -100,7 +100,7 @@ def _compare_step(plan: Plan, train: bool) -> Step:
         "seed": c.seed,
     }
     defaults = {"quality": quality, "max_words": rl.max_words, "strict_length": rl.strict_length}
-    config = stage_config(c, "compare", CompareConfig, defaults=defaults, **wired)
+    config = stage_config(c, "compare", CompareConfig, wired, defaults=defaults)
     return Step(folder, ("eval", "compare"), config, explicit=shown(c, wired, "compare"))
 
 

@@ -37,7 +37,7 @@ def _datagen_step(plan: Plan) -> Step:
     c = plan.config
     wired: dict[str, Any] = {"output": DATAGEN.folder(c.run), "seed": c.seed}
     if c.rollouts_from == "champ":
-        config = stage_config(c, "datagen", RolloutConfig, **wired)
+        config = stage_config(c, "datagen", RolloutConfig, wired)
         return Step(
             "datagen", ("datagen", "rollouts"), config, {"import_": "champ"}, explicit=shown(c, wired, "datagen")
         )
@@ -45,7 +45,7 @@ def _datagen_step(plan: Plan) -> Step:
         return _policy_rollouts(plan, wired)
     generators = input_path(c, GENERATORS_FILE) if c.datagen.get("generators") else None
     wired.update(generators=generators, **threads(c, RolloutConfig))
-    config = stage_config(c, "datagen", RolloutConfig, **wired)
+    config = stage_config(c, "datagen", RolloutConfig, wired)
     return Step("datagen", ("datagen", "rollouts"), config, explicit=shown(c, wired, "datagen"))
 
 
@@ -62,7 +62,7 @@ def _policy_rollouts(plan: Plan, wired: dict[str, Any]) -> Step:
         **threads(c, RolloutConfig, alone=True),
     )
     as_rl = {"limit": rl.limit, "temperature": rl.temperature, "max_tokens": rl.max_completion_length}
-    config = stage_config(c, "datagen", RolloutConfig, defaults=as_rl, also_wired=POLICY_ROLLOUT_KEYS, **wired)
+    config = stage_config(c, "datagen", RolloutConfig, wired, defaults=as_rl, also_wired=POLICY_ROLLOUT_KEYS)
     explicit = (*shown(c, wired, "datagen"), *as_rl)  # the RL runs' sampling, said on the line even as defaults
     return Step("datagen", ("datagen", "rollouts"), config, explicit=explicit)
 
@@ -159,7 +159,7 @@ def _pairs_step(plan: Plan) -> Step:
     wired["workers"] = c.threads or 0
     if c.checker is not None:  # pairs by the checker's keys, both labels balanced
         wired["checker"] = c.checker
-    config = stage_config(c, "pairs", PairConfig, **wired)
+    config = stage_config(c, "pairs", PairConfig, wired)
     return Step("pairs", ("datagen", "pairs"), config, explicit=shown(c, wired, "pairs"))
 
 
@@ -239,7 +239,7 @@ def _labels_steps(plan: Plan) -> list[Step]:
     if c.checker is None:
         return [_judge_step(plan, LABELS.name, common)]
     wired = {**common, "output": LABELS.folder(c.run), "checker": c.checker}
-    rule = Step(LABELS.name, ("datagen", "label"), stage_config(c, "labels", JudgeConfig, table=False, **wired))
+    rule = Step(LABELS.name, ("datagen", "label"), stage_config(c, "labels", JudgeConfig, wired, table=False))
     rule.explicit = tuple(wired)
     return [rule, *([_judge_step(plan, LABELS_JUDGE, {**common, "checker": c.checker})] if judged else [])]
 
@@ -247,7 +247,7 @@ def _labels_steps(plan: Plan) -> list[Step]:
 def _judge_step(plan: Plan, folder: str, wired: dict[str, Any]) -> Step:
     c = plan.config
     wired = {**wired, "output": c.run / folder, **threads(c, JudgeConfig, alone=True)}
-    config = stage_config(c, "labels", JudgeConfig, **wired)
+    config = stage_config(c, "labels", JudgeConfig, wired)
     return Step(folder, ("datagen", "label"), config, explicit=shown(c, wired, "labels"))
 
 

@@ -27,7 +27,7 @@ def _eval_creative_step(plan: Plan) -> Step:
         "versus": f"{DARLING_POLICY}:{GRPO_POLICY if c.grpo_baseline else BASE_POLICY}",
         **threads(c, CreativeConfig),
     }
-    config = stage_config(c, "eval_creative", CreativeConfig, **wired)
+    config = stage_config(c, "eval_creative", CreativeConfig, wired)
     return Step("eval-creative", ("eval", "creative"), config, explicit=shown(c, wired, "eval_creative"))
 
 

@@ -29,7 +29,7 @@ def _eval_math_step(plan: Plan) -> Step:
         "paired_seeds": True,  # identical weights would give identical samples
         **threads(c, MathEvalConfig, alone=True),  # one process where there were one per policy
     }
-    config = stage_config(c, "eval_math", MathEvalConfig, **wired)
+    config = stage_config(c, "eval_math", MathEvalConfig, wired)
     return Step("eval-math", ("eval", "math"), config, explicit=shown(c, wired, "eval_math"))
 
 

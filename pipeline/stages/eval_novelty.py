@@ -86,7 +86,7 @@ def _wired(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str]) -
 def _step(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str], chunks: int) -> Step:
     wired = _wired(plan, folder, prompts, names)
     # eval-novelty-train/: the RL prompts replace the table's held-out ones, its sampling kept (by design)
-    config = stage_config(plan.config, "eval_novelty", NoveltyConfig, also_wired=tuple(prompts), **wired)
+    config = stage_config(plan.config, "eval_novelty", NoveltyConfig, wired, also_wired=tuple(prompts))
     name = folder if chunks == 1 else f"{folder}-{'+'.join(names)}"  # its log: logs/NAME.log
     return Step(name, ("eval", "novelty"), config, explicit=shown(plan.config, wired, "eval_novelty"))
 

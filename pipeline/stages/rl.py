@@ -53,7 +53,7 @@ def serve_step(plan: Plan) -> Step:
 def _serve_step(plan: Plan) -> Step:
     c = plan.config
     wired = {"model": CLASSIFIER.folder(c.run), "ready_file": RL.folder(c.run) / SERVERS_FILE}
-    config = stage_config(c, "serve", ServeConfig, **wired)
+    config = stage_config(c, "serve", ServeConfig, wired)
     return Step("serve-classifier", ("serve-classifier",), config, explicit=shown(c, wired, "serve"))
 
 

@@ -48,7 +48,7 @@ def rl_settings(plan: Plan) -> RLTrainConfig:
     # read for its prompts, template and sampling only: as GRPO, which needs no classifier
     return plan.once(
         ("rl-settings",),
-        lambda: stage_config(c, "rl", RLTrainConfig, output=plan.run / RL_FOLDER, method=GRPO.name),
+        lambda: stage_config(c, "rl", RLTrainConfig, {"output": plan.run / RL_FOLDER, "method": GRPO.name}),
     )
 
 

@@ -106,10 +106,12 @@ def test_a_step_wiring_a_key_its_table_does_not_declare_is_refused(tmp_path):
 
     config = build_config("cpu", tmp_path / "run")
     wired = {"output": tmp_path / "x", "model": ["a=b"], "classifier": "c", "seed": 0}
-    assert stage_config(config, "eval_novelty", NoveltyConfig, **wired).k == 8
+    assert stage_config(config, "eval_novelty", NoveltyConfig, wired).k == 8
     with pytest.raises(ValueError, match=r"\[eval_novelty\]: wired \['temperature'\], not declared in its Section"):
-        stage_config(config, "eval_novelty", NoveltyConfig, **wired, temperature=0.2)
-    assert stage_config(config, "eval_novelty", NoveltyConfig, also_wired=("temperature",), **wired, temperature=0.2)
+        stage_config(config, "eval_novelty", NoveltyConfig, {**wired, "temperature": 0.2})
+    assert stage_config(
+        config, "eval_novelty", NoveltyConfig, {**wired, "temperature": 0.2}, also_wired=("temperature",)
+    )
 
 
 @pytest.mark.parametrize("jobs, train_chunks", [(1, 1), (2, 2), (3, 2), (6, 3)])
