@@ -22,11 +22,9 @@ from darling.core.config import CommandConfig, option
 from darling.core.errors import UserInputError
 from darling.pipeline.schema import NOT_IDENTITY, TABLES, StageTables
 from darling.pipeline.tables import checked_table
-from darling.rl.methods import CHECKER, METHODS, OTHER_ARMS
+from darling.rl.methods import OTHER_ARMS
 
 ACCELERATE_CONFIGS = ("deepspeed-zero3", "multi-gpu", "multi-cpu")
-# [datagen] keys that rollouts_from = policy takes from the RL runs (their prompts and template, the start policy)
-POLICY_ROLLOUT_KEYS = ("problems", "model", "generators", "system_prompt", "user_template")
 
 
 # The --help panels of PipelineConfig, essentials first.
@@ -230,13 +228,11 @@ class PipelineConfig(CommandConfig, StageTables):
         return Path(self.output).resolve()
 
     def __post_init__(self) -> None:
-        """The tables read as their fields' types (an unknown key refused), the Ray engine wired in with ``launcher =
-        ray``; then the checks, which change nothing."""
+        """The tables read as their fields' types (an unknown key refused); then the checks, which change nothing.
+        What one stage's table needs of another's is its room's check (``Stage.check``), run when the chain's plan
+        is built."""
         for name, section in TABLES.items():
             object.__setattr__(self, name, checked_table(name, section, getattr(self, name)))  # frozen: while made
-        if self.launcher == "ray":  # every generating command on the cluster's vLLM replicas (pipeline/launch_ray.py)
-            for name in self.generating_tables():
-                object.__setattr__(self, name, {**getattr(self, name), "engine": "ray", "ray_address": "auto"})
         super().__post_init__()
 
     def check(self) -> None:
@@ -265,65 +261,10 @@ class PipelineConfig(CommandConfig, StageTables):
             raise UserInputError(
                 f"jobs, seed_jobs and rl_processes must be >= 1, got {self.jobs}, {self.seed_jobs}, {self.rl_processes}"
             )
-        if self.rl_engine == "verl" and self.nodes > 1:
-            raise UserInputError(
-                "rl_engine verl on several nodes needs one Ray cluster across them (verl's own multi-node set-up), "
-                "which the pipeline does not start: run RL on one node, or `rl-train --engine verl --verl-nodes N` "
-                "on a Ray cluster yourself"
-            )
-        if self.rollouts_from == "generate" and not (self.datagen.get("generators") or self.datagen.get("model")):
-            raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
-        self.check_policy_rollouts()
-        no_labels = self.rollouts_from == "none" and self.classifier_from == "train"
-        if no_labels and self.training_pairs.get("source") != "human":
-            raise UserInputError("rollouts_from=none trains on human pairs only: set [training_pairs] source = human")
-        if self.classifier_from == "import" and not self.import_classifier.get("source"):
-            raise UserInputError("classifier_from=import needs [import_classifier] source (a folder or hub name)")
-        if self.serve_reward_model and not self.rl_reward_model():
-            raise UserInputError("serve_reward_model needs [rl] reward_model (the model the replicas serve)")
-        if self.evaluate_creative and not self.eval_creative.get("bench_dir"):
-            raise UserInputError(
-                "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
-                "--set eval_creative.bench_dir=PATH"
-            )
-        rl, serve = TABLES["rl"].config, TABLES["serve"].config
-        if resolved(self.rl, rl, "vllm_mode") == "server" and self.serve_classifier:
-            port = int(resolved(self.rl, rl, "vllm_server_port"))
-            first, replicas = (int(resolved(self.serve, serve, key)) for key in ("port", "replicas"))
-            if first <= port < first + replicas:
-                raise UserInputError(
-                    f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
-                    f"{replicas} replicas): give TRL's vLLM server another"
-                )
-
-    def check_policy_rollouts(self) -> None:
-        """``rollouts_from = policy`` takes the prompts, template and model from the RL runs; a checker reads keys of
-        a task's own answers, so it goes with the policy's rollouts (or none), and the ceiling arm needs one."""
-        if self.rollouts_from == "policy":
-            taken = [key for key in POLICY_ROLLOUT_KEYS if key in self.datagen]
-            if taken:
-                raise UserInputError(
-                    f"[datagen] {taken[0]}: rollouts_from = policy takes it from the RL runs (their prompts, template "
-                    "and start policy); leave it out"
-                )
         if self.checker is not None and self.rollouts_from not in ("policy", "none"):
             raise UserInputError(
                 f"checker = {self.checker} reads keys off the task's own answers: set rollouts_from = policy (or none)"
             )
-        needing = [arm for arm in self.arms if arm in METHODS and METHODS[arm].partition == CHECKER]
-        if needing and self.checker is None:
-            raise UserInputError(f"arms: {needing[0]} partitions by the task's checker: set checker (e.g. items)")
-
-    def generating_tables(self) -> list[str]:
-        """The tables of the commands that generate and that this chain runs (``--launcher ray`` puts them on Ray)."""
-        runs = {
-            "datagen": self.rollouts_from in ("generate", "policy"),
-            "labels": self.rollouts_from != "none",
-            "eval_math": self.evaluate_math,
-            "eval_novelty": True,
-            "eval_creative": self.evaluate_creative,
-        }
-        return [name for name, used in runs.items() if used]
 
     def rl_reward_model(self) -> str | None:
         """``[rl] reward_model``, or its preset's: the model serve-reward-model serves."""

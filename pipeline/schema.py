@@ -45,7 +45,9 @@ class StageTables:
         "empty: no warm-up, every run starts from [rl] policy.",
     )
     datagen: dict[str, Any] = table(
-        Section(RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts"),
+        Section(
+            RolloutConfig, ("output", "seed", "threads", "specs", "model"), ("generators",), "datagen rollouts", True
+        ),
         "datagen rollouts settings (RolloutConfig fields; generators = a list of tables).",
     )
     pairs: dict[str, Any] = table(
@@ -53,7 +55,9 @@ class StageTables:
         "datagen pairs settings (PairConfig fields).",
     )
     labels: dict[str, Any] = table(
-        Section(JudgeConfig, ("pairs", "output", "seed", "threads", "checker"), command="datagen label"),
+        Section(
+            JudgeConfig, ("pairs", "output", "seed", "threads", "checker"), command="datagen label", generates=True
+        ),
         "datagen label settings (JudgeConfig fields).",
     )
     training_pairs: dict[str, Any] = table(
@@ -95,6 +99,7 @@ class StageTables:
             MathEvalConfig,
             ("output", "generators", "specs", "model", "seed", "paired_seeds", "threads"),
             command="eval math",
+            generates=True,
         ),
         "eval math settings (MathEvalConfig fields).",
     )
@@ -103,11 +108,14 @@ class StageTables:
             NoveltyConfig,
             ("output", "model", "classifier", "seed", "threads", "reward_model_urls"),
             command="eval novelty",
+            generates=True,
         ),
         "eval novelty settings (NoveltyConfig fields).",
     )
     eval_creative: dict[str, Any] = table(
-        Section(CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative"),
+        Section(
+            CreativeConfig, ("output", "model", "seed", "threads", "versus"), command="eval creative", generates=True
+        ),
         "eval creative settings (CreativeConfig fields; bench_dir, judge_model).",
     )
     compare: dict[str, Any] = table(

@@ -61,6 +61,10 @@ def _no_inputs(plan: Plan) -> dict[Path, str]:
     return {}
 
 
+def _no_check(plan: Plan) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -73,6 +77,8 @@ class Stage:
     runs: Callable[[Plan], bool] = _always
     note: Callable[[Records], list[str]] = _no_note  # a line citing another stage's figures, after the section
     inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
+    # what its tables need of one another (and of the chain's fields), in one line (UserInputError) before any runs
+    check: Callable[[Plan], None] = _no_check
     # a few lines from its summary for the report's opening section (what the run shows); none: it has none
     lead: Callable[[dict[str, Any]], list[str]] = lambda summary: []
     # the tables its commands read (``darling.pipeline.config.TABLES``: each declared there, once), its own first

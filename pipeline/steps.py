@@ -157,16 +157,21 @@ def stage_config(
     own: dict[str, Any] | None = None,
     table: bool = True,
     also_wired: tuple[str, ...] = (),
+    generates: bool = True,
 ) -> C:
     """The one way a step's settings are made: the table's preset, ``defaults`` (the pipeline's choices a table may
     change), the table (``table=False``: not read), ``own`` (a run's settings from another table), then what the
     pipeline wires, each wired key declared by the table's ``Section`` (``also_wired``: keys a step replaces on
     purpose, said where it does: a policy chain's rollouts, refused in the table by the config's own check; the RL
-    prompts of ``eval-novelty-train/``, where the table's held-out prompts give way)."""
+    prompts of ``eval-novelty-train/``, where the table's held-out prompts give way). With ``--launcher ray`` a
+    generating table's command generates on the cluster's vLLM replicas (``--engine ray --ray-address auto``, over
+    the table's engine; ``generates=False``: a step of that table that generates nothing, as CHAMP's import)."""
     wired = wired or {}
     TABLES[section].check_wired(section, wired, also_wired)
     preset = getattr(c, section).get("preset") if table else None
-    values = {**(defaults or {}), **(table_values(c, section) if table else {}), **(own or {}), **wired}
+    on_ray = {"engine": "ray", "ray_address": "auto"} if c.launcher == "ray" and generates else {}
+    on_ray = on_ray if TABLES[section].generates else {}
+    values = {**(defaults or {}), **(table_values(c, section) if table else {}), **on_ray, **(own or {}), **wired}
     return cls.build(preset, overrides=values)
 
 

@@ -28,6 +28,7 @@ class Section:
     wired: tuple[str, ...]
     extra: tuple[str, ...] = ()  # keys that are the pipeline's, not the config's (``preset``, ``generators``)
     command: str = ""  # what the table configures, as `darling pipeline --help` names it
+    generates: bool = False  # its command generates with an engine: on Ray with --launcher ray
 
     def check_wired(self, table: str, wired: Mapping[str, Any], also: tuple[str, ...] = ()) -> None:
         """What a room wires into a step built from ``[table]`` must be declared here (or, ``also``, refused by the

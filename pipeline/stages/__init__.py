@@ -48,8 +48,16 @@ def active_stages(plan: Plan) -> list[Stage]:
 
 
 def blocks(plan: Plan) -> list[Block]:
-    """Every block of the chain, in order: building them also builds, and so checks, every command's config."""
-    return plan.once(("blocks",), lambda: [stage.block(plan) for stage in active_stages(plan)])
+    """Every block of the chain, in order, after every stage's own check: building them also builds, and so checks,
+    every command's config."""
+
+    def build() -> list[Block]:
+        stages = active_stages(plan)
+        for stage in stages:
+            stage.check(plan)
+        return [stage.block(plan) for stage in stages]
+
+    return plan.once(("blocks",), build)
 
 
 def input_files(plan: Plan) -> dict[Path, str]:

@@ -10,6 +10,7 @@ from typing import Any
 from darling.classifier.config import ClassifierTrainConfig, TrainingPairsConfig
 from darling.classifier.export import ClassifierExport
 from darling.classifier.import_classifier import ImportConfig
+from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, read_json
@@ -159,6 +160,14 @@ def classifier_section(s: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def classifier_check(plan: Plan) -> None:
+    c = plan.config
+    if c.rollouts_from == "none" and c.classifier_from == "train" and c.training_pairs.get("source") != "human":
+        raise UserInputError("rollouts_from=none trains on human pairs only: set [training_pairs] source = human")
+    if c.classifier_from == "import" and not c.import_classifier.get("source"):
+        raise UserInputError("classifier_from=import needs [import_classifier] source (a folder or hub name)")
+
+
 CLASSIFIER = Stage(
     "classifier",
     "Equivalence classifier: train, calibrate, export",
@@ -166,6 +175,7 @@ CLASSIFIER = Stage(
     classifier_summary,
     classifier_section,
     placement="nodes",
+    check=classifier_check,
     links=(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),

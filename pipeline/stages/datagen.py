@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from darling.core.checkers import get_checker
+from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
-from darling.pipeline.config import POLICY_ROLLOUT_KEYS
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
 from darling.pipeline.stages.warmup import rl_settings, start_policy
@@ -21,6 +21,8 @@ from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
 START = "start"  # rollouts_from = policy: the start policy's name in the rollouts
+# [datagen] keys that rollouts_from = policy takes from the RL runs (their prompts and template, the start policy)
+POLICY_ROLLOUT_KEYS = ("problems", "model", "generators", "system_prompt", "user_template")
 LABELS_JUDGE = "labels-judge"  # RUN/labels-judge/: with a checker, the LLM judge's labels of the same pairs, scored
 
 
@@ -37,7 +39,7 @@ def _datagen_step(plan: Plan) -> Step:
     c = plan.config
     wired: dict[str, Any] = {"output": DATAGEN.folder(c.run), "seed": c.seed}
     if c.rollouts_from == "champ":
-        config = stage_config(c, "datagen", RolloutConfig, wired)
+        config = stage_config(c, "datagen", RolloutConfig, wired, generates=False)
         return Step(
             "datagen", ("datagen", "rollouts"), config, {"import_": "champ"}, explicit=shown(c, wired, "datagen")
         )
@@ -136,6 +138,18 @@ def datagen_section(s: dict[str, Any]) -> list[str]:
     return [f"{s['mode']}.", "", rows, found, ""]
 
 
+def datagen_check(plan: Plan) -> None:
+    c = plan.config
+    if c.rollouts_from == "generate" and not (c.datagen.get("generators") or c.datagen.get("model")):
+        raise UserInputError("rollouts_from=generate needs [datagen] generators (a list of {name, model})")
+    taken = [key for key in POLICY_ROLLOUT_KEYS if key in c.datagen] if c.rollouts_from == "policy" else []
+    if taken:
+        raise UserInputError(
+            f"[datagen] {taken[0]}: rollouts_from = policy takes it from the RL runs (their prompts, template and "
+            "start policy); leave it out"
+        )
+
+
 DATAGEN = Stage(
     "datagen",
     "Data generation: rollouts",
@@ -144,6 +158,7 @@ DATAGEN = Stage(
     datagen_section,
     runs=_with_rollouts,
     inputs=datagen_inputs,
+    check=datagen_check,
     tables=("datagen",),
 )
 
@@ -239,7 +254,9 @@ def _labels_steps(plan: Plan) -> list[Step]:
     if c.checker is None:
         return [_judge_step(plan, LABELS.name, common)]
     wired = {**common, "output": LABELS.folder(c.run), "checker": c.checker}
-    rule = Step(LABELS.name, ("datagen", "label"), stage_config(c, "labels", JudgeConfig, wired, table=False))
+    rule = Step(
+        LABELS.name, ("datagen", "label"), stage_config(c, "labels", JudgeConfig, wired, table=False, generates=False)
+    )
     rule.explicit = tuple(wired)
     return [rule, *([_judge_step(plan, LABELS_JUDGE, {**common, "checker": c.checker})] if judged else [])]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.script import Block, engine_where
@@ -69,6 +70,14 @@ def eval_creative_section(s: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def eval_creative_check(plan: Plan) -> None:
+    if not plan.config.eval_creative.get("bench_dir"):
+        raise UserInputError(
+            "evaluate_creative needs [eval_creative] bench_dir (your creative-writing-bench checkout): "
+            "--set eval_creative.bench_dir=PATH"
+        )
+
+
 EVAL_CREATIVE = Stage(
     "eval-creative",
     "Creative writing (EQ-Bench v3 rubric)",
@@ -76,5 +85,6 @@ EVAL_CREATIVE = Stage(
     eval_creative_summary,
     eval_creative_section,
     runs=lambda plan: plan.config.evaluate_creative,
+    check=eval_creative_check,
     tables=("eval_creative",),
 )

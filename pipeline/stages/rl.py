@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from darling.classifier.config import ServeConfig
-from darling.pipeline.config import PipelineConfig
+from darling.core.errors import UserInputError
+from darling.pipeline.config import PipelineConfig, resolved
 from darling.pipeline.resources import accelerate_config
 from darling.pipeline.rl_runs import (
     ACCELERATE_FILE,
@@ -21,6 +22,7 @@ from darling.pipeline.rl_runs import (
     run_section,
     run_summary,
 )
+from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
 from darling.pipeline.stage import Plan, Stage
 from darling.pipeline.stages.classifier import CLASSIFIER
@@ -219,6 +221,32 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def rl_check(plan: Plan) -> None:
+    """What the RL runs need of the chain's other tables: verl on one node, the reward model the replicas serve, a
+    checker for a checker arm, and TRL's vLLM server off the classifier replicas' ports."""
+    c = plan.config
+    if c.rl_engine == "verl" and c.nodes > 1:
+        raise UserInputError(
+            "rl_engine verl on several nodes needs one Ray cluster across them (verl's own multi-node set-up), "
+            "which the pipeline does not start: run RL on one node, or `rl-train --engine verl --verl-nodes N` "
+            "on a Ray cluster yourself"
+        )
+    if c.serve_reward_model and not c.rl_reward_model():
+        raise UserInputError("serve_reward_model needs [rl] reward_model (the model the replicas serve)")
+    needing = [arm for arm in c.arms if METHODS[arm].partition == CHECKER]
+    if needing and c.checker is None:
+        raise UserInputError(f"arms: {needing[0]} partitions by the task's checker: set checker (e.g. items)")
+    rl, serve = TABLES["rl"].config, TABLES["serve"].config
+    if resolved(c.rl, rl, "vllm_mode") == "server" and c.serve_classifier:
+        port = int(resolved(c.rl, rl, "vllm_server_port"))
+        first, replicas = (int(resolved(c.serve, serve, key)) for key in ("port", "replicas"))
+        if first <= port < first + replicas:
+            raise UserInputError(
+                f"[rl] vllm_server_port {port} is a classifier replica's port ([serve] port {first}, "
+                f"{replicas} replicas): give TRL's vLLM server another"
+            )
+
+
 RL = Stage(
     RL_FOLDER,
     "RL: DARLING, and the GRPO baseline beside it",
@@ -227,5 +255,6 @@ RL = Stage(
     rl_section,
     placement="nodes",
     inputs=rl_inputs,
+    check=rl_check,
     tables=("rl", "rl_grpo", "rl_arms", "serve", "serve_reward"),
 )

@@ -34,8 +34,10 @@ def test_stage_tables_presets_and_identity(tmp_path):
 
     ray = build_config("paper", tmp_path, launcher="ray")
     before = copy.deepcopy(vars(ray))
-    ray.validate()  # the checks change nothing: tables and the Ray engine are resolved when the config is made
-    assert vars(ray) == before and ray.datagen["engine"] == "ray"
+    ray.validate()  # the checks change nothing: tables are resolved when the config is made
+    assert vars(ray) == before and ray.datagen.get("engine") != "ray"  # where a step runs: the step, not the table
+    rollouts = next(s for b in blocks(Plan(ray)) for s in b.steps if s.words == ("datagen", "rollouts"))
+    assert (rollouts.config.engine, rollouts.config.ray_address) == ("ray", "auto")
     compare = build_config("cpu-compare", tmp_path)  # base = "cpu", every layer trained
     cpu_again = build_config("cpu", tmp_path)
     assert compare.rl == {**cpu_again.rl, "trainable_layers": None} and compare.preset == "cpu-compare"
@@ -61,7 +63,7 @@ def test_stage_tables_presets_and_identity(tmp_path):
     # TRL's own vLLM server (vllm_mode = server) never gets a classifier replica's port, and runs on its own GPUs.
     server = {"rl.vllm_mode": "server", "rl.vllm_server_port": 8101, "rl_gpus": "0,1,2,3", "trl_vllm_gpus": "4,5"}
     with pytest.raises(UserInputError, match=re.escape("vllm_server_port 8101 is a classifier replica's port")):
-        build_config("paper", tmp_path, **server)
+        blocks(Plan(build_config("paper", tmp_path, **server)))  # the rl room's check
     script = "\n".join(
         line
         for s in blocks(Plan(build_config("paper", tmp_path, **{**server, "rl.vllm_server_port": 8000})))
