@@ -97,7 +97,9 @@ def test_a_cycle_is_found_where_there_is_one(graph):
 
 
 @pytest.mark.parametrize(
-    ("container", "layers"), [("darling", PACKAGE_LAYERS), ("darling.pipeline", PIPELINE_LAYERS)], ids=str
+    ("container", "layers"),
+    [("darling", PACKAGE_LAYERS), ("darling.pipeline", PIPELINE_LAYERS)],
+    ids=["package", "pipeline"],  # fixed ids: a set's repr differs between xdist workers
 )
 def test_the_folders_form_layers(graph, container, layers):
     illegal = graph.find_illegal_dependencies_for_layers(layers=layers, containers={container})
