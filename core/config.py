@@ -24,7 +24,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from darling.core.deprecation import warn_renamed
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
 
@@ -50,15 +49,18 @@ def option(
     return field(default=default, default_factory=factory, metadata=metadata)
 
 
+def option_from(source: type, name: str, **kwargs: Any) -> Any:
+    """A config field whose default and help are another dataclass's field ``name`` (its ``metadata["help"]``), so a
+    setting a command passes on to a library class is declared once, there; ``kwargs`` as ``option``'s."""
+    declared = {f.name: f for f in fields(source)}[name]
+    return option(declared.default, help=declared.metadata["help"], **kwargs)
+
+
 @dataclass(kw_only=True, frozen=True)
 class CommandConfig:
     """Base of every command's settings: presets, files and overrides in one order; validation on creation."""
 
     PRESET_PACKAGE: ClassVar[str | None] = None  # e.g. "darling.classifier": presets in its presets/ folder
-    # Old names kept for one release after a rename (darling.core.deprecation): old -> new, each read as the new
-    # with a warning, never listed (--help and the preset list name the new ones only).
-    RENAMED_OPTIONS: ClassVar[dict[str, str]] = {}
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         self.validate()
@@ -93,27 +95,8 @@ class CommandConfig:
         return files(cls.PRESET_PACKAGE) / "presets"
 
     @classmethod
-    def current_preset_name(cls, name: str, warn: bool = True) -> str:
-        """``name``, or the preset it was renamed to (with a warning unless ``warn`` is off)."""
-        if name in cls.RENAMED_PRESETS and warn:
-            warn_renamed(f"{cls.__name__} preset", name, cls.RENAMED_PRESETS[name])
-        return cls.RENAMED_PRESETS.get(name, name)
-
-    @classmethod
-    def current_option_name(cls, name: str, origin: str | None = None) -> str:
-        """``name`` (an option, or ``table.key`` of a table option) under the option's current name; a renamed one
-        warns, naming ``origin``, unless ``origin`` is None (a record read back, not a user's input)."""
-        base, dot, key = name.partition(".")
-        if base not in cls.RENAMED_OPTIONS:
-            return name
-        if origin is not None:
-            warn_renamed(f"{origin}: option", base, cls.RENAMED_OPTIONS[base])
-        return cls.RENAMED_OPTIONS[base] + dot + key
-
-    @classmethod
     def preset_values(cls, name: str) -> dict[str, Any]:
         """The preset's values; one that names a ``base`` preset is that preset's values with its own on top."""
-        name = cls.current_preset_name(name)
         if name not in cls.preset_names():
             raise UserInputError(f"unknown preset {name!r}; choose from {', '.join(cls.preset_names())}")
         import tomllib
@@ -146,7 +129,6 @@ class CommandConfig:
         values: dict[str, Any] = {}
         for origin, layer in layers:
             for name, value in layer.items():
-                name = cls.current_option_name(name, origin)
                 base, dot, key = name.partition(".")
                 if base not in known:
                     raise UserInputError(f"{origin}: unknown option '{name}'")

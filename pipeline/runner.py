@@ -32,12 +32,10 @@ from darling.pipeline.gpu_memory import HEADROOM, MEMORY_LOG, fit_side_by_side, 
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
-from darling.pipeline.schema import TABLES
 from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs, write_study_script
 from darling.pipeline.stage import Plan
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
 from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, STUDY_SCRIPT, study_steps
-from darling.pipeline.tables import renamed_identity
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -54,7 +52,7 @@ def check_identity(config: PipelineConfig) -> None:
     current = json.loads(json.dumps(config.identity(), default=str))
     if path.exists():
         try:
-            saved = renamed_identity(json.loads(path.read_text()), TABLES)
+            saved = json.loads(path.read_text())
         except ValueError:
             raise UserInputError(f"{path}: not valid JSON; use a new --output") from None
         for name in [*dict.fromkeys([*saved, *current])]:  # preset first, then the fields in order

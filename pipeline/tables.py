@@ -1,6 +1,6 @@
 """The shape of a stage table of ``darling pipeline`` (``Section``: the command config its keys are fields of, the
 keys the pipeline wires itself, the pipeline's own keys, what the table configures), the check of a table's entries,
-the check of what a step wires, and the reading of a recorded identity under renamed names. The tables themselves
+and the check of what a step wires. The tables themselves
 are ``PipelineConfig``'s fields, each with its ``Section`` (``darling.pipeline.config.TABLES``); a stage's room
 names the tables it reads (``Stage.tables``). Imports run one way: this module <- the config <- the rooms.
 """
@@ -38,21 +38,6 @@ class Section:
             raise ValueError(f"[{table}]: wired {undeclared}, not declared in its Section (pipeline/config.py)")
 
 
-def renamed_identity(saved: dict[str, Any], tables: dict[str, Section]) -> dict[str, Any]:
-    """A recorded identity (``RUN/run.json``) with its tables' old option and preset names read as the new ones, so
-    a run made before a rename resumes (``CommandConfig.RENAMED_OPTIONS``, ``RENAMED_PRESETS``)."""
-    out: dict[str, Any] = {}
-    for name, value in saved.items():
-        table, dot, key = name.partition(".")
-        section = tables.get(table) if dot else None
-        if section is not None:
-            if key == "preset" and isinstance(value, str):
-                value = section.config.current_preset_name(value, warn=False)
-            name = f"{table}.{section.config.current_option_name(key)}"
-        out[name] = value
-    return out
-
-
 def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:
     """A stage's table with every value read as its field's type; an unknown key, a key the pipeline sets, an
     unknown stage preset or an unknown ``inputs:`` file is one line naming the table and the key."""
@@ -61,12 +46,10 @@ def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[s
     out: dict[str, Any] = {}
     for key, value in values.items():
         where = f"[{name}] {key}"
-        key = section.config.current_option_name(key, where)  # an old name, read as the new one until it goes
         base = key.split(".", 1)[0]
         if base in section.wired:
             raise UserInputError(f"{where}: set by the pipeline (it wires the stages together); leave it out")
         if key == "preset" and "preset" in section.extra:
-            value = section.config.current_preset_name(value)
             if value not in section.config.preset_names():
                 raise UserInputError(
                     f"{where}: unknown preset {value!r}; choose {', '.join(section.config.preset_names())}"

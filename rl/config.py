@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.core.checkers import CHECKER_NAMES
-from darling.core.config import CommandConfig, option
-from darling.core.deprecation import renamed_attributes
+from darling.core.config import CommandConfig, option, option_from
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_ORDER, NGRAM_THRESHOLD
 from darling.core.quality import QUALITIES
@@ -26,9 +25,8 @@ from darling.rl.methods import METHOD_NAMES, METHODS, Method, check_arm_settings
 from darling.rl.reward import NORMS, SCALES, RewardConfig
 from darling.rl.verl_settings import check_verl
 
-# The reward's settings (norm, correct_only, floor, passk_k) are RewardConfig's fields; rl-train's flags of the same
-# names take their defaults from there (darling_term() reads the flags back by those names).
-REWARD_DEFAULTS = RewardConfig()
+# The reward's settings (norm, correct_only, floor, passk_k) are RewardConfig's fields, default and help; rl-train's
+# flags of the same names derive from them (darling_term() reads the flags back by those names).
 
 CPU_TEMPLATE = "{problem}\n\nGive a short answer and put the final answer within \\boxed{}."
 TRL = {"trl": True}  # a field that reaches TRL's GRPOConfig under its own name (``meta={"trl": NAME}``: another)
@@ -46,7 +44,6 @@ LOGGING_PANEL = "Checkpoints, logging, seed"
 ENGINES = ("trl", "verl")
 REPORT_TO = ("none", "tensorboard", "wandb")
 SETTINGS_FILE = "rl-settings.json"  # OUTPUT/: the settings a run started with, whatever its arm
-OLD_SETTINGS_FILE = "darling-rl.json"  # its name before 0.2: a run started then resumes (read, then renamed)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -54,8 +51,6 @@ class RLTrainConfig(CommandConfig):
     """Settings of ``darling rl-train``."""
 
     PRESET_PACKAGE: ClassVar[str | None] = "darling.rl"
-    RENAMED_OPTIONS: ClassVar[dict[str, str]] = {"grpo": "trl"}  # until 0.3
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper-math-tiny": "paper-tiny"}  # one tiny name at every level
 
     output: Path = option(
         aliases=("-o",),
@@ -160,23 +155,9 @@ class RLTrainConfig(CommandConfig):
         panel=REWARD_PANEL,
         meta=RESUMABLE,
     )
-    norm: str = option(
-        REWARD_DEFAULTS.norm,
-        choices=NORMS,
-        help="Norm() of Eq. 5: identity, or minmax (rescaled within each group).",
-        panel=REWARD_PANEL,
-    )
-    correct_only: bool = option(
-        REWARD_DEFAULTS.correct_only,
-        help="Partition only correct responses (math variant; needs --floor > 0, see floor).",
-        panel=REWARD_PANEL,
-    )
-    floor: float = option(
-        REWARD_DEFAULTS.floor,
-        help="Lower bound on diversity: a correct answer in a class with every other correct one still scores "
-        "floor x quality, above a wrong one (the official math runs: 0.1); 0 = off.",
-        panel=REWARD_PANEL,
-    )
+    norm: str = option_from(RewardConfig, "norm", choices=NORMS, panel=REWARD_PANEL)
+    correct_only: bool = option_from(RewardConfig, "correct_only", panel=REWARD_PANEL)
+    floor: float = option_from(RewardConfig, "floor", panel=REWARD_PANEL)
     ngram_n: int = option(
         NGRAM_ORDER, help="darling-ngram: the n of its word n-grams (the paper's ablation: 4).", panel=REWARD_PANEL
     )
@@ -186,9 +167,7 @@ class RLTrainConfig(CommandConfig):
         "this.",
         panel=REWARD_PANEL,
     )
-    passk_k: int = option(
-        REWARD_DEFAULTS.passk_k, help="passk: the k of pass@k (at most num_generations).", panel=REWARD_PANEL
-    )
+    passk_k: int = option_from(RewardConfig, "passk_k", panel=REWARD_PANEL)
     checker: str = option(
         "items",
         choices=CHECKER_NAMES,
@@ -329,8 +308,7 @@ class RLTrainConfig(CommandConfig):
     trl: dict[str, Any] = option(
         factory=dict,
         flag=False,
-        help="Any other field of TRL's GRPOConfig (--set trl.FIELD=VALUE; before 0.2: grpo.FIELD), applied after "
-        "the command's own.",
+        help="Any other field of TRL's GRPOConfig (--set trl.FIELD=VALUE), applied after the command's own.",
         panel=GRPO_PANEL,
     )
 
@@ -401,7 +379,3 @@ def trl_fields() -> dict[str, str]:
         if target:
             out[f.name if target is True else target] = f.name
     return out
-
-
-# Moved in 0.2 (one settings class per module); the old import works until 0.3.
-__getattr__ = renamed_attributes(__name__, {"RewardServeConfig": "darling.rl.serve_config.RewardServeConfig"})

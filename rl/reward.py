@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from darling.core.deprecation import renamed_attributes
 from darling.rl.passk import passk_advantages
 
 COMBINES = ("multiply", "add", "quality", "passk")
@@ -54,10 +53,23 @@ def normalise(values: Sequence[float], norm: str = "identity") -> list[float]:
 @dataclass(frozen=True)
 class RewardConfig:
     combine: str = "multiply"  # multiply (paper) | add | quality (GRPO baseline: diversity ignored) | passk
-    norm: str = "identity"  # identity | minmax
-    correct_only: bool = False  # partition only responses with quality > 0; the others get ``floor``
-    floor: float = 0.0  # lower bound on normalised diversity (the reference's hidden 0.1); off by default
-    passk_k: int = 4  # passk: the k of pass@k (at most the group size)
+    # Each setting's default and help are written here once; rl-train's flags of the same names derive from them
+    # (darling.core.config.option_from). floor is off by default: the reference's hidden 0.1 is not in the paper.
+    norm: str = field(
+        default="identity", metadata={"help": "Norm() of Eq. 5: identity, or minmax (rescaled within each group)."}
+    )
+    correct_only: bool = field(
+        default=False,
+        metadata={"help": "Partition only correct responses (math variant; needs --floor > 0, see floor)."},
+    )
+    floor: float = field(
+        default=0.0,
+        metadata={
+            "help": "Lower bound on diversity: a correct answer in a class with every other correct one still "
+            "scores floor x quality, above a wrong one (the official math runs: 0.1); 0 = off."
+        },
+    )
+    passk_k: int = field(default=4, metadata={"help": "passk: the k of pass@k (at most num_generations)."})
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -173,6 +185,3 @@ def term_effect(
         mean_abs_change=sum(sum(g) for g in changes) / responses,
         mean_abs_quality_advantage=sum(abs(a) for g in without for a in g) / responses,
     )
-
-
-__getattr__ = renamed_attributes(__name__, {"DarlingConfig": "RewardConfig"})  # the old name, until 0.3

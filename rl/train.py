@@ -18,13 +18,12 @@ from typing import Any
 
 from darling.classifier.export import ClassifierExport
 from darling.core.checkers import get_checker
-from darling.core.deprecation import warn_renamed
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.local_models import check_model_source, resolve_model
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import load_problems
-from darling.rl.config import OLD_SETTINGS_FILE, SETTINGS_FILE, RLTrainConfig, trl_fields
+from darling.rl.config import SETTINGS_FILE, RLTrainConfig, trl_fields
 from darling.rl.methods import CHECKER, NGRAM
 
 # What a resumed run may change: the settings marked RESUMABLE where RLTrainConfig declares them.
@@ -225,12 +224,8 @@ def start_or_resume(config: RLTrainConfig, resume: bool | None) -> bool:
             f"{output}: already holds {found[-1].name}; pass --resume to continue, or another --output"
         )
     saved_file, now = output / SETTINGS_FILE, config.to_dict()
-    if (output / OLD_SETTINGS_FILE).exists() and not saved_file.exists():
-        warn_renamed("rl-train's settings file", OLD_SETTINGS_FILE, SETTINGS_FILE)
-        (output / OLD_SETTINGS_FILE).replace(saved_file)
     if found and saved_file.exists():
         saved = json.loads(saved_file.read_text())
-        saved = {RLTrainConfig.current_option_name(key): value for key, value in saved.items()}  # a pre-0.2 run
         for key in sorted(set(now) - RESUME_MAY_CHANGE):
             if key in saved and saved[key] != now[key]:
                 raise UserInputError(

@@ -182,3 +182,15 @@ def test_serve_classifier_flags_reach_the_replicas(tmp_path: Path, monkeypatch):
         ServeConfig(model=Path("m"), replicas=0)
     with pytest.raises(UserInputError, match="3 replicas need 3 --devices, got 2"):
         ServeConfig(model=Path("m"), replicas=3, devices="6,7")
+
+
+def test_the_names_issue_50_replaced_are_refused_as_unknown(tmp_path: Path):
+    """No alias outlives a rename before the first release (issue 62): the old table, preset and class are gone."""
+
+    with pytest.raises(UserInputError, match="unknown option 'grpo.epsilon_high'"):
+        RLTrainConfig.build("cpu", overrides={"output": tmp_path, "grpo.epsilon_high": 0.28})
+    with pytest.raises(UserInputError, match="unknown preset 'paper-math-tiny'"):
+        RLTrainConfig.preset_values("paper-math-tiny")
+    import darling.rl.reward as reward
+
+    assert not hasattr(reward, "DarlingConfig")

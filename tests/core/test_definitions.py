@@ -73,26 +73,28 @@ def log_key_lookups(keys: set[str]):
 def test_trl_log_keys_are_read_through_the_metric_table():
     """TRL's own keys in the training log (reward, loss, grad_norm, entropy, entropy_coef) are named once, in
     core/training_log.py; every reader looks them up through it. The one literal left is a run summary's own field
-    ``reward`` (the reward's description, pipeline/stages/rl.py's ``s["reward"]``), not the log's key."""
+    ``reward`` (the reward's description, pipeline/rl_runs.py's ``s["reward"]``), not the log's key."""
     from darling.core.training_log import TRL_KEYS
 
     found = [
         (where, key, what)
         for where, key, what in log_key_lookups(set(TRL_KEYS))
-        if not (where.startswith("pipeline/stages/rl.py") and what == "s[...]" and key == "reward")
+        if not (where.startswith("pipeline/rl_runs.py") and what == "s[...]" and key == "reward")
     ]
     assert not found, found
 
 
 def test_the_rewards_settings_are_declared_by_its_config():
     """norm, correct_only, floor and passk_k are RewardConfig's fields; rl-train's flags of the same names read their
-    defaults from it (no literal default in rl/config.py), and darling_term() hands them back unchanged."""
+    defaults and help from it (no literal default or help in rl/config.py), and darling_term() hands them back."""
     from darling.rl.config import RLTrainConfig
     from darling.rl.reward import RewardConfig
 
     reward = [f.name for f in dataclasses.fields(RewardConfig) if f.name != "combine"]
-    train = {f.name: f.default for f in dataclasses.fields(RLTrainConfig)}
-    assert all(train[name] == getattr(RewardConfig(), name) for name in reward)
+    train = {f.name: f for f in dataclasses.fields(RLTrainConfig)}
+    declared = {f.name: f for f in dataclasses.fields(RewardConfig)}
+    assert all(train[name].default == declared[name].default for name in reward)
+    assert all(train[name].metadata["help"] == declared[name].metadata["help"] for name in reward)
     source = (ROOT / "rl" / "config.py").read_text()
     literal = [
         node.target.id
@@ -101,10 +103,12 @@ def test_the_rewards_settings_are_declared_by_its_config():
         and isinstance(node.target, ast.Name)
         and node.target.id in reward
         and isinstance(node.value, ast.Call)
-        and node.value.args
-        and isinstance(node.value.args[0], ast.Constant)
+        and (
+            (node.value.args and isinstance(node.value.args[0], ast.Constant))
+            or any(k.arg == "help" for k in node.value.keywords)
+        )
     ]
-    assert not literal, f"rl/config.py declares these reward defaults a second time: {literal}"
+    assert not literal, f"rl/config.py declares these reward settings a second time: {literal}"
 
 
 def test_which_settings_a_rerun_may_change_is_field_metadata():
