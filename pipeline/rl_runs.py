@@ -13,12 +13,12 @@ from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
 from darling.core.numbers import MISSING
 from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
+from darling.pipeline.folders import RL_FOLDER
 from darling.pipeline.stage import Plan, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config
 from darling.rl.config import SETTINGS_FILE, RLTrainConfig
 from darling.rl.serve_config import RewardServeConfig
 
-RL_FOLDER = "rl"  # RUN/rl/: DARLING's run, where the RL stage's servers write their ready files
 REWARD_SERVERS_FILE = "reward-servers.json"  # serve-reward-model's ready file, in the folder of the stage using it
 ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the runs launch with
 

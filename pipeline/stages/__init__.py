@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.folders import GRPO_RUN, arm_folder
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block
@@ -20,7 +21,7 @@ from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS, labels_step
 from darling.pipeline.stages.eval_creative import EVAL_CREATIVE
 from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
-from darling.pipeline.stages.rl import GRPO_RUN, RL, arm_folder
+from darling.pipeline.stages.rl import RL
 from darling.pipeline.stages.warmup import WARMUP
 from darling.pipeline.steps import input_path
 from darling.pipeline.tables import INPUTS_PREFIX

@@ -12,9 +12,9 @@ from darling.classifier.export import ClassifierExport
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
+from darling.pipeline.folders import CLASSIFIER_FOLDER, LABELS_FOLDER
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.stages.datagen import LABELS
 from darling.pipeline.steps import Step, named_in, shown, stage_config, threads
 
 TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier trains on
@@ -29,7 +29,7 @@ def _training_pairs_step(plan: Plan) -> Step:
     c = plan.config
     wired: dict[str, Any] = {"output": c.run / TRAINING_PAIRS, "seed": c.seed}
     if c.rollouts_from != "none":  # the chat track has no judge labels: human pairs only
-        wired["labels"] = LABELS.folder(c.run)
+        wired["labels"] = c.run / LABELS_FOLDER
     config = stage_config(c, "training_pairs", TrainingPairsConfig, wired)
     return Step(TRAINING_PAIRS, ("datagen", "training-pairs"), config, explicit=shown(c, wired, "training_pairs"))
 
@@ -169,7 +169,7 @@ def classifier_check(plan: Plan) -> None:
 
 
 CLASSIFIER = Stage(
-    "classifier",
+    CLASSIFIER_FOLDER,
     "Equivalence classifier: train, calibrate, export",
     classifier_block,
     classifier_summary,

@@ -11,20 +11,21 @@ from darling.evals.compare_report import interval, math_lines, novelty_lines, te
 from darling.evals.config import EVAL_QUALITY, CompareConfig, StudyConfig
 from darling.evals.prompt_metrics import PROMPT_METRICS
 from darling.pipeline.config import PipelineConfig
+from darling.pipeline.folders import (
+    BASE_POLICY,
+    COMPARE_FOLDER,
+    DARLING_POLICY,
+    EVAL_MATH_FOLDER,
+    EVAL_NOVELTY_FOLDER,
+    GRPO_POLICY,
+    NOVELTY_TRAIN,
+    arm_policy,
+)
 from darling.pipeline.measured_figures import MEASURED_FIGURES
+from darling.pipeline.policies import rl_step, run_folders, training_prompts
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
-from darling.pipeline.stages.eval_math import EVAL_MATH
-from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, NOVELTY_TRAIN, held_out_settings
-from darling.pipeline.stages.rl import (
-    BASE_POLICY,
-    DARLING_POLICY,
-    GRPO_POLICY,
-    arm_policy,
-    rl_step,
-    run_folders,
-    training_prompts,
-)
+from darling.pipeline.stages.eval_novelty import held_out_settings  # the one room above another: it compares them
 from darling.pipeline.steps import Step, shown, stage_config
 
 COMPARE_TRAIN = "compare-train"  # RUN/compare-train/: the comparison on the RL prompts
@@ -89,12 +90,12 @@ def _compare_step(plan: Plan, train: bool) -> Step:
     runs = run_folders(plan)
     names = [*runs, BASE_POLICY]
     quality = rl.quality if rl.quality != "math" and not rl.reward_model else EVAL_QUALITY
-    folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE.name, EVAL_NOVELTY.name)
+    folder, novelty = (COMPARE_TRAIN, NOVELTY_TRAIN) if train else (COMPARE.name, EVAL_NOVELTY_FOLDER)
     with_math = c.evaluate_math and not train
     wired = {
         "output": c.run / folder,
         "novelty": [f"{n}={c.run / novelty / n}" for n in names],
-        "math": [f"{n}={EVAL_MATH.folder(c.run)}" for n in names] if with_math else [],  # each policy by its name
+        "math": [f"{n}={c.run / EVAL_MATH_FOLDER}" for n in names] if with_math else [],  # each policy by its name
         "training": [f"{n}={c.run / runs[n]}" for n in names if n in runs],
         "pairs": [f"{a}:{b}" for a, b in compared_pairs(c)],
         "seed": c.seed,
@@ -197,7 +198,7 @@ def compare_lead(s: dict[str, Any]) -> list[str]:
 
 
 COMPARE = Stage(
-    "compare",
+    COMPARE_FOLDER,
     "DARLING against GRPO and the base policy",
     compare_block,
     compare_summary,

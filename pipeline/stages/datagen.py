@@ -14,9 +14,10 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
+from darling.pipeline.folders import LABELS_FOLDER, PAIRS_FOLDER, ROLLOUTS_FOLDER
+from darling.pipeline.policies import rl_settings, start_policy
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.stages.warmup import rl_settings, start_policy
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
@@ -151,7 +152,7 @@ def datagen_check(plan: Plan) -> None:
 
 
 DATAGEN = Stage(
-    "datagen",
+    ROLLOUTS_FOLDER,
     "Data generation: rollouts",
     datagen_block,
     datagen_summary,
@@ -223,7 +224,7 @@ def key_pairs_section(s: dict[str, Any]) -> list[str]:
 
 
 PAIRS = Stage(
-    "pairs",
+    PAIRS_FOLDER,
     "Same-answer pairs",
     pairs_block,
     pairs_summary,
@@ -363,7 +364,7 @@ def agreement_lines(a: dict[str, Any]) -> list[str]:
 
 
 LABELS = Stage(
-    "labels",
+    LABELS_FOLDER,
     "Judge labels",
     labels_block,
     labels_summary,

@@ -8,9 +8,10 @@ from typing import Any
 from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.evals.creative_config import CreativeConfig
+from darling.pipeline.folders import BASE_POLICY, DARLING_POLICY, EVAL_CREATIVE_FOLDER, GRPO_POLICY
+from darling.pipeline.policies import policies
 from darling.pipeline.script import Block, engine_where
 from darling.pipeline.stage import Plan, Stage, read_json
-from darling.pipeline.stages.rl import BASE_POLICY, DARLING_POLICY, GRPO_POLICY, policies
 from darling.pipeline.steps import Step, shown, stage_config, threads
 
 
@@ -79,7 +80,7 @@ def eval_creative_check(plan: Plan) -> None:
 
 
 EVAL_CREATIVE = Stage(
-    "eval-creative",
+    EVAL_CREATIVE_FOLDER,
     "Creative writing (EQ-Bench v3 rubric)",
     eval_creative_block,
     eval_creative_summary,

@@ -8,9 +8,10 @@ from typing import Any
 
 from darling.core.numbers import pct
 from darling.evals.config import MathEvalConfig
+from darling.pipeline.folders import EVAL_MATH_FOLDER, RL_FOLDER
+from darling.pipeline.policies import policies, rl_step
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Records, Stage, read_json
-from darling.pipeline.stages.rl import RL, policies, rl_step
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "eval-math.json"  # RUN/inputs/: every policy as an eval-math generator
@@ -100,7 +101,7 @@ def eval_math_section(s: dict[str, Any]) -> list[str]:
 
 def policy_note(records: Records) -> list[str]:
     """How far RL moved the DARLING policy (from RL's record): a zero change means the rows above are one model."""
-    runs = (records.get(RL.name, {}).get("summary") or {}).get("runs") or {}
+    runs = (records.get(RL_FOLDER, {}).get("summary") or {}).get("runs") or {}
     change = (runs.get("darling") or {}).get("max_weight_change")
     if change is None:
         return []
@@ -117,7 +118,7 @@ def policy_note(records: Records) -> list[str]:
 
 
 EVAL_MATH = Stage(
-    "eval-math",
+    EVAL_MATH_FOLDER,
     "Math before/after RL: pass@k",
     eval_math_block,
     eval_math_summary,

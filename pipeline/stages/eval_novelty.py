@@ -14,14 +14,13 @@ from darling.evals.config import NoveltyConfig
 from darling.evals.partitions_config import PartitionsConfig
 from darling.evals.partitions_report import CEILING, RESULT_FILE, cell, table_lines
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PROMPT_METRICS, mean_key
+from darling.pipeline.folders import BASE_POLICY, CLASSIFIER_FOLDER, EVAL_NOVELTY_FOLDER, NOVELTY_TRAIN
+from darling.pipeline.policies import policies, training_prompts
 from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, reward_urls
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
-from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.stages.rl import BASE_POLICY, policies, training_prompts
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
 
-NOVELTY_TRAIN = "eval-novelty-train"  # RUN/eval-novelty-train/: the same evaluation on the RL prompts
 PARTITIONS = "eval-partitions"  # RUN/eval-partitions/: with a checker, how each partition splits and joins answers
 
 
@@ -76,7 +75,7 @@ def _wired(plan: Plan, folder: str, prompts: dict[str, Any], names: list[str]) -
         "output": c.run / folder,  # each policy in its own folder below: --model NAME=PATH writes OUTPUT/NAME/
         **prompts,
         "model": [f"{name}={models[name]}" for name in names],  # novelty seeds: the same for each policy
-        "classifier": str(CLASSIFIER.folder(c.run)),
+        "classifier": str(c.run / CLASSIFIER_FOLDER),
         "seed": c.seed,
         **threads(c, NoveltyConfig),
         **({"reward_model_urls": reward_urls(plan)} if c.serve_reward_model else {}),
@@ -113,7 +112,7 @@ def partitions_step(plan: Plan) -> Step:
     config = PartitionsConfig(
         output=c.run / PARTITIONS,
         answers=answers,
-        classifier=[f"chain={CLASSIFIER.folder(c.run)}"],
+        classifier=[f"chain={c.run / CLASSIFIER_FOLDER}"],
         checker=str(c.checker),
         seed=c.seed,
     )
@@ -228,7 +227,7 @@ def _novelty_table(models: dict[str, Any], folder: str) -> list[str]:
 
 
 EVAL_NOVELTY = Stage(
-    "eval-novelty",
+    EVAL_NOVELTY_FOLDER,
     "Novelty (NoveltyBench-style distinct / utility)",
     eval_novelty_block,
     eval_novelty_summary,

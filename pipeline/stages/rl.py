@@ -9,126 +9,19 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from darling.classifier.config import ServeConfig
 from darling.core.errors import UserInputError
 from darling.pipeline.config import PipelineConfig, resolved
+from darling.pipeline.folders import GRPO_RUN, RL_FOLDER, WARMUP_FOLDER, arm_folder
+from darling.pipeline.policies import SERVERS_FILE, arm_step, rl_step, rl_steps, serve_step
 from darling.pipeline.resources import accelerate_config
-from darling.pipeline.rl_runs import (
-    ACCELERATE_FILE,
-    REWARD_SERVERS_FILE,
-    RL_FOLDER,
-    reward_serve_step,
-    rl_run,
-    run_section,
-    run_summary,
-)
+from darling.pipeline.rl_runs import ACCELERATE_FILE, REWARD_SERVERS_FILE, reward_serve_step, run_section, run_summary
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
 from darling.pipeline.stage import Plan, Stage
-from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.stages.warmup import WARMUP, start_policy
-from darling.pipeline.steps import Step, input_path, shown, stage_config, table_values
-from darling.rl.methods import CHECKER, DARLING, GRPO, METHODS, arm_settings
+from darling.pipeline.steps import Step, input_path
+from darling.rl.methods import CHECKER, METHODS
 
 ENGINE_NAMES = {"trl": "TRL GRPOTrainer", "verl": "verl main_ppo"}  # rl_engine -> what trains, in the report
-GRPO_RUN = "rl-grpo"  # RUN/rl-grpo/: the GRPO baseline
-SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl/
-# The policies the evaluations compare, each in eval-math/<name>/ and eval-novelty/<name>/.
-BASE_POLICY, DARLING_POLICY, GRPO_POLICY = "base", "darling-rl", "grpo-rl"
-
-
-def arm_folder(method: str) -> str:
-    """RUN/rl-<method>/: another arm's run (``arms``)."""
-    return f"rl-{method}"
-
-
-def arm_policy(method: str) -> str:
-    """Another arm's policy name in the evaluations (``<method>-rl``, as DARLING's is ``darling-rl``)."""
-    return f"{method}-rl"
-
-
-# -- the replicas the runs score with ------------------------------------------------------------------------------
-def serve_step(plan: Plan) -> Step:
-    return plan.once(("serve-classifier",), lambda: _serve_step(plan))
-
-
-def _serve_step(plan: Plan) -> Step:
-    c = plan.config
-    wired = {"model": CLASSIFIER.folder(c.run), "ready_file": RL.folder(c.run) / SERVERS_FILE}
-    config = stage_config(c, "serve", ServeConfig, wired)
-    return Step("serve-classifier", ("serve-classifier",), config, explicit=shown(c, wired, "serve"))
-
-
-def classifier_urls(plan: Plan) -> list[str]:
-    serve = serve_step(plan).config
-    return [f"http://{serve.host}:{serve.port + k}" for k in range(serve.replicas)]
-
-
-# -- the runs ------------------------------------------------------------------------------------------------------
-def served(plan: Plan) -> dict[str, Any]:
-    """The classifier every run after the classifier stage scores with (GRPO's only to measure distinct per group):
-    the export, and its replicas with ``serve_classifier``."""
-    c = plan.config
-    urls = {"classifier_urls": classifier_urls(plan)} if c.serve_classifier else {}
-    return {"classifier": CLASSIFIER.folder(c.run), **urls}
-
-
-def start(plan: Plan) -> dict[str, Any]:
-    """Where every run starts: the warm-up's policy when there is one (else [rl]'s own, no setting)."""
-    return {"policy": start_policy(plan)} if plan.config.rl_warmup else {}
-
-
-def rl_step(plan: Plan, grpo: bool = False) -> Step:
-    """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
-    only, plus what ``[rl_grpo]`` changes; the classifier then only measures distinct per group for the logs. With a
-    warm-up, both start from its policy."""
-    c = plan.config
-    own = {**(table_values(c, "rl_grpo") if grpo else {}), **start(plan)}
-    folder, method = (GRPO_RUN, GRPO.name) if grpo else (RL.name, DARLING.name)
-    tables = ("rl", "rl_grpo") if grpo else ("rl",)
-    return plan.once((folder,), lambda: rl_run(plan, folder, method, own, c.threads, tables, wired_more=served(plan)))
-
-
-def arm_step(plan: Plan, method: str) -> Step:
-    """Another arm (``rl-<method>/``): ``[rl]`` plus what ``[rl_arms]`` sets that this arm reads (an arm's own
-    settings reach that arm only), from the same start as DARLING and GRPO, with the same seeds."""
-    c = plan.config
-    own = arm_settings(method, table_values(c, "rl_arms"))
-    folder = arm_folder(method)
-    settings = {**own, **start(plan)}
-    checker = {"checker": c.checker} if METHODS[method].partition == CHECKER else {}  # the task's, chain-wide
-    wired = {**served(plan), **checker}
-    return plan.once((folder,), lambda: rl_run(plan, folder, method, settings, c.threads, ("rl",), tuple(own), wired))
-
-
-def rl_steps(plan: Plan) -> list[Step]:
-    """Every RL run the evaluations compare: DARLING, GRPO (with grpo_baseline), then each of ``arms``."""
-    c = plan.config
-    grpo = [rl_step(plan, grpo=True)] if c.grpo_baseline else []
-    return [rl_step(plan), *grpo, *(arm_step(plan, method) for method in c.arms)]
-
-
-def policies(plan: Plan) -> dict[str, str]:
-    """Before RL, after DARLING, after GRPO (with grpo_baseline) and after each other arm: name -> model (hub
-    name, alias or path)."""
-    c = plan.config
-    return {
-        BASE_POLICY: rl_step(plan).config.policy,
-        **{n: str(c.run / f / "final") for n, f in run_folders(plan).items()},
-    }
-
-
-def run_folders(plan: Plan) -> dict[str, str]:
-    """The trained policies' run folders (their training logs), by policy name: DARLING, GRPO, the other arms."""
-    c = plan.config
-    grpo = {GRPO_POLICY: GRPO_RUN} if c.grpo_baseline else {}
-    return {DARLING_POLICY: RL.name, **grpo, **{arm_policy(m): arm_folder(m) for m in c.arms}}
-
-
-def training_prompts(plan: Plan) -> dict[str, Any]:
-    """The prompts the RL runs trained on, as eval novelty's ``prompts`` and ``limit``."""
-    rl = rl_step(plan).config
-    return {"prompts": str(rl.problems), "limit": rl.limit}
 
 
 # -- the block -----------------------------------------------------------------------------------------------------
@@ -157,7 +50,7 @@ def _where(plan: Plan, runs: list[Step]) -> str:
         else f"{ENGINE_NAMES['trl']}, {c.rl_processes} process(es) per run"
         + (f" ({c.rl_accelerate})" if c.rl_accelerate else "")
     )
-    start = f"the warm-up's policy ({WARMUP.name}/final)" if c.rl_warmup else runs[0].config.policy
+    start = f"the warm-up's policy ({WARMUP_FOLDER}/final)" if c.rl_warmup else runs[0].config.policy
     return (
         f"{start}, {engine}"
         + (", the classifier on serve-classifier replicas" if c.serve_classifier else ", the classifier in process")
@@ -215,7 +108,7 @@ def rl_section(s: dict[str, Any]) -> list[str]:
     served = "served by `serve-classifier` replicas" if s.get("served_classifier") else "in each training process"
     trainer = ENGINE_NAMES[s.get("engine", "trl")]  # a summary written before 0.2 has no engine: TRL was the only one
     lines = [f"{trainer}; the runs trained {how}, the classifier {served}.", ""]
-    folders = {"warmup": WARMUP.name, "darling": RL.name, "grpo": GRPO_RUN}  # (a run before 0.2: its warm-up here)
+    folders = {"warmup": WARMUP_FOLDER, "darling": RL_FOLDER, "grpo": GRPO_RUN}  # (a run before 0.2: its warm-up here)
     for key, run in s["runs"].items():  # in training order: DARLING, GRPO, the other arms
         lines += run_section(run, folders.get(key) or arm_folder(key))
     return lines

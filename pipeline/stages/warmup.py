@@ -8,18 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from darling.pipeline.rl_runs import (
-    REWARD_SERVERS_FILE,
-    RL_FOLDER,
-    reward_serve_step,
-    rl_run,
-    run_section,
-    run_summary,
-)
+from darling.pipeline.folders import WARMUP_FOLDER
+from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, rl_run, run_section, run_summary
 from darling.pipeline.script import Block, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage
-from darling.pipeline.steps import Step, block_threads, stage_config, table_values
-from darling.rl.config import RLTrainConfig
+from darling.pipeline.steps import Step, block_threads, table_values
 from darling.rl.methods import GRPO
 
 
@@ -33,23 +26,6 @@ def warmup_step(plan: Plan) -> Step:
     own = table_values(c, "rl_warmup")
     tables = ("rl", "rl_warmup")
     return plan.once((WARMUP.name,), lambda: rl_run(plan, WARMUP.name, GRPO.name, own, block_threads(c), tables=tables))
-
-
-def start_policy(plan: Plan) -> str:
-    """The policy every RL run starts from: the warm-up's (``rl-warmup/final``), else ``[rl]``'s own."""
-    if _with_warmup(plan):
-        return str(WARMUP.folder(plan.run) / "final")
-    return rl_settings(plan).policy
-
-
-def rl_settings(plan: Plan) -> RLTrainConfig:
-    """``[rl]`` as its runs read it (its preset, then its entries): their prompts, template and sampling."""
-    c = plan.config
-    # read for its prompts, template and sampling only: as GRPO, which needs no classifier
-    return plan.once(
-        ("rl-settings",),
-        lambda: stage_config(c, "rl", RLTrainConfig, {"output": plan.run / RL_FOLDER, "method": GRPO.name}),
-    )
 
 
 def warmup_block(plan: Plan) -> Block:
@@ -74,7 +50,7 @@ def warmup_section(s: dict[str, Any]) -> list[str]:
 
 
 WARMUP = Stage(
-    "rl-warmup",
+    WARMUP_FOLDER,
     "GRPO warm-up: the policy every RL run starts from",
     warmup_block,
     warmup_summary,

@@ -7,8 +7,11 @@ A module imports only from layers below its own (``|``: siblings that never impo
 lives below both. Inside ``pipeline`` the same holds, so that a stage's tables are declared before any room reads
 them (tables <- config <- the rooms):
 
-    runner -> report | launch_slurm | launch_ray -> stages -> rl_runs -> stage -> script -> steps -> config -> schema
-        -> tables -> resources | gpu_memory | measured_figures
+    runner -> report | launch_slurm | launch_ray -> stages -> policies -> rl_runs -> stage -> script -> steps
+        -> config -> schema -> tables -> resources | gpu_memory | measured_figures | folders
+
+and the rooms (``pipeline/stages/*.py``) stand alone: none imports another, except ``compare``, which compares the
+evaluations and sits above them. What rooms share (the policies, the runs, the run folder's names) is below them.
 """
 
 import copy
@@ -22,6 +25,7 @@ PIPELINE_LAYERS = (
     Layer("runner"),
     Layer("report", "launch_slurm", "launch_ray"),
     Layer("stages"),
+    Layer("policies"),
     Layer("rl_runs"),
     Layer("stage"),
     Layer("script"),
@@ -29,8 +33,9 @@ PIPELINE_LAYERS = (
     Layer("config"),
     Layer("schema"),
     Layer("tables"),
-    Layer("resources", "gpu_memory", "measured_figures"),
+    Layer("resources", "gpu_memory", "measured_figures", "folders"),
 )
+ROOMS = "darling.pipeline.stages"
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +114,12 @@ def test_the_folders_form_layers(graph, container, layers):
         for d in illegal
     ]
     assert not illegal, "\n".join(shown)
+
+
+def test_no_room_imports_another(graph):
+    """Every room found in pipeline/stages/ (a new one too) is independent of the others; compare alone sits above."""
+    rooms = {name.rpartition(".")[2] for name in graph.find_children(ROOMS)} - {"compare"}
+    assert {"rl", "warmup", "eval_novelty"} <= rooms
+    layers = (Layer("compare"), Layer(*sorted(rooms), independent=True))
+    illegal = graph.find_illegal_dependencies_for_layers(layers=layers, containers={ROOMS})
+    assert not illegal, "\n".join(f"{d.importer} -> {d.imported}" for d in illegal)

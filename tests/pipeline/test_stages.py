@@ -77,7 +77,7 @@ def test_the_rl_step_table_is_read_from_the_training_log_table():
     """The report's per-step columns are the training-log metrics that name a column, in the table's order; a
     GRPO run shows the share DARLING's term would have changed, in parentheses, where DARLING's shows its own."""
     from darling.core.training_log import GROUPS_CHANGED, PAIRS_SAVED, STEP_COLUMNS, WOULD_CHANGE
-    from darling.pipeline.stages.rl import run_section
+    from darling.pipeline.rl_runs import run_section
 
     darling = {"step": 1, GROUPS_CHANGED.key: 0.25, "darling/classifier_pairs": 56, PAIRS_SAVED.key: 3, "loss": 0.5}
     grpo = {"step": 1, GROUPS_CHANGED.key: 0.0, WOULD_CHANGE.key: 0.5}
