@@ -46,7 +46,7 @@ MODELS = ("smollm2", "tiny:qwen3-lm", "smollm2")  # two models and back: does me
 
 OFFLINE = r"""
 import gc, json, os, sys, time, resource
-from darling.core.engines import VLLMEngine
+from darling.core.engines import OfflineVLLMEngine
 from darling.core.engine_api import ChatRequest, Sampling
 from darling.core.local_models import resolve_model
 
@@ -61,7 +61,7 @@ def requests():
                         Sampling(n=n, temperature=1.0, max_tokens=max_tokens, seed=i)) for i in range(n_requests)]
 
 out = []
-engine = VLLMEngine(dtype="float32", max_model_len=1024, seed=0,
+engine = OfflineVLLMEngine(dtype="float32", max_model_len=1024, seed=0,
                     llm_kwargs={"enforce_eager": True, "kv_cache_memory_bytes": 256 * 2**20})
 for model in models:
     path = resolve_model(model)

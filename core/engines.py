@@ -177,7 +177,7 @@ def _free_accelerator_memory() -> None:
         torch.cuda.empty_cache()
 
 
-class VLLMEngine:
+class OfflineVLLMEngine:
     """``vllm-offline``: the in-process ``vllm.LLM`` engine, one ``LLM`` per model, requests sent ``chunk_size``
     at a time. A second model replaces the first in the same process, freed by garbage collection only; the
     ``vllm`` engine (a server process per model) frees each model with its process.
@@ -296,7 +296,7 @@ def make_engine(name: str, **options: Any) -> Engine:
     elif name == "vllm":
         cls = VLLMServerEngine
     elif name == "vllm-offline":
-        cls = VLLMEngine
+        cls = OfflineVLLMEngine
     elif name == "ray":
         cls = RayDataEngine
     else:

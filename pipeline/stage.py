@@ -71,7 +71,7 @@ class Stage:
     title: str  # of its report section, numbered there within the chain that runs
     block: Callable[[Plan], Block]
     summary: Callable[[Plan], dict[str, Any]]
-    section: Callable[[dict[str, Any]], list[str]]
+    report: Callable[[dict[str, Any]], list[str]]  # its report section's lines, from its summary
     links: tuple[tuple[str, str], ...] = ()  # (text, path under RUN) shown under the section's title
     placement: Placement = "node"
     runs: Callable[[Plan], bool] = _always
@@ -94,7 +94,7 @@ class Stage:
         return run / self.name
 
     def render(self, summary: dict[str, Any], records: Records) -> list[str]:
-        return [*self.section(summary), *self.note(records)]
+        return [*self.report(summary), *self.note(records)]
 
 
 def read_json(path: Path) -> Any:

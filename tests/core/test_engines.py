@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from darling.core.engine_api import ChatRequest, ChatResult, Sampling
-from darling.core.engines import HFEngine, VLLMEngine, make_engine
+from darling.core.engines import HFEngine, OfflineVLLMEngine, make_engine
 from darling.core.errors import UserInputError
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.vllm_server import cpu_server_env, free_port
@@ -340,9 +340,9 @@ def test_run_from_inside_an_event_loop(fault_server):
 
 VLLM_SCRIPT = """
 import json, sys
-from darling.core.engines import VLLMEngine
+from darling.core.engines import OfflineVLLMEngine
 from darling.core.engine_api import ChatRequest, Sampling
-engine = VLLMEngine(dtype="float32", max_model_len=512, seed=0,
+engine = OfflineVLLMEngine(dtype="float32", max_model_len=512, seed=0,
                     llm_kwargs={"enforce_eager": True, "kv_cache_memory_bytes": 64 << 20})
 requests = [ChatRequest(i, ({"role": "user", "content": q},), Sampling(n=2, temperature=0.8, max_tokens=12, seed=i))
             for i, q in enumerate(["What is 2 + 3?", "Name a colour."])]
@@ -392,4 +392,4 @@ def test_vllm_engine_without_vllm_is_a_user_error():
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here")
     with pytest.raises(UserInputError, match=r"pip install 'darling\[gpu\]'"):
-        VLLMEngine().run("smollm2", [], lambda r: None)
+        OfflineVLLMEngine().run("smollm2", [], lambda r: None)

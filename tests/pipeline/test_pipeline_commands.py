@@ -296,7 +296,7 @@ def test_runner_records_each_block_and_resumes_at_the_stage_that_failed(tmp_path
         return stand_in
 
     stand_ins = tuple(
-        replace(s, block=block(s.name), summary=lambda c, n=s.name: {"n": n}, section=lambda x: [f"stand-in {x}"])
+        replace(s, block=block(s.name), summary=lambda c, n=s.name: {"n": n}, report=lambda x: [f"stand-in {x}"])
         for s in stages.STAGES
     )
     monkeypatch.setattr(stages, "STAGES", stand_ins)
