@@ -18,7 +18,7 @@ import time
 import torch
 
 from darling.classifier.backbones import load_sequence_classifier
-from darling.classifier.config import PRESETS
+from darling.classifier.config import ClassifierTrainConfig
 from darling.classifier.encoding import PairEncoder
 from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.lightning_data import EncodedPairs, LengthBucketBatchSampler, RandomBatchSampler
@@ -57,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    cpu = PRESETS["cpu-cross"]
+    cpu = ClassifierTrainConfig.preset_values("cpu-cross")
     backbone = resolve_backbone(cpu["backbone"])
     encoder = PairEncoder(load_tokenizer(backbone), cpu["max_tokens_per_response"])
     pairs = load_pairs(args.data).pairs
@@ -73,11 +73,17 @@ def main() -> None:
         "padding_fraction_max_length": padding_fraction(plain, lengths, encoder.max_length),
     }
     try:  # the paper's budget, with the real Qwen vocabulary when available
-        import sys
+        import importlib.util
         from pathlib import Path
 
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from helpers import build_qwen_tokenizer
+        # the tests' tokenizer builder, loaded from its file (no sys.path): the real Qwen vocabulary, offline
+        spec = importlib.util.spec_from_file_location(
+            "helpers", Path(__file__).resolve().parents[1] / "tests" / "support" / "helpers.py"
+        )
+        assert spec is not None and spec.loader is not None
+        helpers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(helpers)
+        build_qwen_tokenizer = helpers.build_qwen_tokenizer
 
         qwen = PairEncoder(build_qwen_tokenizer(), 2048)
         qlen = [len(x) for x in qwen.encode_pairs([p.texts for p in pairs])]

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 # The suite runs on two workers (pyproject: -n 2 --dist loadscope --no-loadscope-reorder): each module goes whole to
 # one worker (its module fixtures and chains start once), in collection order. The modules go longest first, by the
-# worker time bench/suite_times.py measured (bench/results/suite_times.json), so that the two workers finish together
-# instead of one running a long chain alone at the end; a module the file does not know yet goes first (it may be
-# long; a short one first costs little).
-SUITE_TIMES = Path(__file__).resolve().parents[1] / "bench" / "results" / "suite_times.json"
+# worker time tests/support/timing/suite_times.py measured (suite_times.json beside it), so that the two workers
+# finish together instead of one running a long chain alone at the end; a module the file does not know yet goes
+# first (it may be long; a short one first costs little).
+SUITE_TIMES = Path(__file__).resolve().parent / "support" / "timing" / "suite_times.json"
 
 
 def measured_seconds() -> dict[str, float]:

@@ -130,6 +130,9 @@ def unpack_fp16(chunks: Path, folder: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) == 2 else 2)
     if sys.argv[1] == "pack":
         pack(sys.argv[2], Path(sys.argv[3]))
     elif sys.argv[1] == "pack-fp16":

@@ -123,3 +123,17 @@ def test_no_room_imports_another(graph):
     layers = (Layer("compare"), Layer(*sorted(rooms), independent=True))
     illegal = graph.find_illegal_dependencies_for_layers(layers=layers, containers={ROOMS})
     assert not illegal, "\n".join(f"{d.importer} -> {d.imported}" for d in illegal)
+
+
+def test_bench_shares_code_through_the_package_only():
+    """A benchmark that is rerun imports darling, never a sibling script through sys.path (frozen studies aside)."""
+    import re
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    found = [
+        str(path.relative_to(bench))
+        for path in sorted(bench.rglob("*.py"))
+        if "studies" not in path.parts and re.search(r"sys\.path\.(insert|append)", path.read_text())
+    ]
+    assert not found, found

@@ -217,7 +217,7 @@ CLI_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "COLUMNS
 def limit(measured_seconds: float) -> int:
     """A subprocess's time limit: a guard against a hang, not a speed check (bench/ checks speed). Three times the
     slowest loaded time measured for what it guards, because machines differ up to 3x in speed: loaded = inside the
-    whole suite on 2 cores (its two workers busy), measured by bench/suite_times.py (bench/results/suite_times.json)."""
+    whole suite on 2 cores (its two workers busy), measured by tests/support/timing/suite_times.py (its .json)."""
     return int(3 * measured_seconds)
 
 

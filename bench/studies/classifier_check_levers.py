@@ -15,8 +15,8 @@ here is a logistic-regression head over per-pair features of the untrained packa
 
 Embeddings are cached in ``--out`` (``features.npz``), so a rerun recomputes nothing.
 
-    python bench/classifier_check_levers.py --out runs/check-levers
-    python bench/classifier_check_levers.py --out runs/check-levers --export main=runs/pipeline/classifier
+    python bench/studies/classifier_check_levers.py --out runs/check-levers
+    python bench/studies/classifier_check_levers.py --out runs/check-levers --export main=runs/pipeline/classifier
 
 ``--augment``: also the levers trained with synthetic pairs made from the 1,000 (never from a check): key-word swaps
 and sentence shuffles (``augmented``), and counterfactual negatives (``counterfactual_negatives``); each fold trains on

@@ -11,7 +11,7 @@ and this toolkit's defaults, fixed; the classifier's threshold was calibrated on
   partitions differ. On a one-word answer the n-gram order falls to 1 (min(n, the shorter's words)), so the rule
   is "same word after lower-casing": where the two partitions coincide, the arms can differ only through chance.
 
-    .venv/bin/python bench/partition_rules.py --classifier runs/pipeline/classifier \\
+    .venv/bin/python bench/studies/partition_rules.py --classifier runs/pipeline/classifier \\
         --human ../shared/data/noveltybench/pairs-train.jsonl --exclude runs/pipeline/training-pairs/pairs.jsonl \\
         --groups runs/levers-p4top10/start-16-s1/eval-heldout/start runs/levers-p4top10/start-16-s1/eval-train/start
 """

@@ -1,5 +1,5 @@
-"""A pytest plugin that records every test phase as it ends: ``pytest -p suite_clock`` with ``bench/`` on
-PYTHONPATH and ``DARLING_SUITE_CLOCK=FILE`` set (``bench/suite_times.py`` does both). One JSON line per phase
+"""A pytest plugin that records every test phase as it ends: ``pytest -p suite_clock`` with this folder on
+PYTHONPATH and ``DARLING_SUITE_CLOCK=FILE`` set (``suite_times.py`` does both). One JSON line per phase
 (setup, call, teardown): its test, module, worker, start, stop and outcome, written by the process that collects the
 reports (xdist's controller), so one file holds both workers' phases. Each process that runs tests also writes the
 CPU seconds of each phase (``FILE.cpu.<worker>.jsonl``): its own and those of its children that ended and were

@@ -2,7 +2,7 @@
 with the cache computed where the fixed code computes it (the Trainer's device) and where the old code did (the CPU,
 by patching ``cache_device``), in the order old, new, new, old so drift shows. Prints seconds per run and the ratio.
 
-    python bench/gpu/cache_ab.py --out /tmp/cache-ab
+    python bench/studies/cache_ab.py --out /tmp/cache-ab
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 48's fine-tuned levers on the lent GPU (bench/classifier_lever_cv.py: grouped 5-fold CV + test split + checks
+# Issue 48's fine-tuned levers on the lent GPU (bench/studies/classifier_lever_cv.py: grouped 5-fold CV + test split + checks
 # per lever, every lever at once). MiniLM travels in two calls (bench/gpu/weight_parts.py); run from the repo root:
 #     call 1 (carry .gpu/part1.xz):                  mkdir -p /tmp/stash && cp .gpu/part1.xz /tmp/stash/
-#     call 2 (carry .gpu/part2.tar.xz .gpu/item_pairs.jsonl), straight after:   bash bench/gpu/lever_cv.sh
+#     call 2 (carry .gpu/part2.tar.xz .gpu/item_pairs.jsonl), straight after:   bash bench/studies/lever_cv.sh
 # all-mpnet-base-v2 (the `mpnet` levers) travels first, one chunk a call (weight_parts.py pack-fp16 .gpu/mpnet):
 #     calls 0..3 (carry .gpu/mpnet/chunk-K):         mkdir -p /tmp/stash && cp .gpu/mpnet/chunk-K /tmp/stash/
 # To finish an earlier call's levers, carry its runs as .gpu/done.tar (LEVER/RUN.json): those runs are skipped, and
@@ -33,7 +33,7 @@ MON=$!
 # should not take every slot. Measured on the H200 (2026-11-28): mpnet runs hold 15-27 GB each, MiniLM runs 1-4 GB;
 # 6 mpnet beside 10 MiniLM runs ran out of GPU memory 3 times in 60 runs (those runs wrote nothing: rerun them)
 driver() {
-    timeout "$BUDGET" python3 "$REPO/bench/classifier_lever_cv.py" --out "$WORK" --jobs "$1" \
+    timeout "$BUDGET" python3 "$REPO/bench/studies/classifier_lever_cv.py" --out "$WORK" --jobs "$1" \
         --item-pairs "$REPO/.gpu/item_pairs.jsonl" --set threads=1 "${@:2}" &
     DRIVERS+=($!)
 }

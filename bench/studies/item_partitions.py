@@ -12,8 +12,8 @@ over pairs that name two different items, the share it joins; and per pair of pa
 on which they decide differently and the share of prompts on which they agree exactly. The task is right for the
 n-gram ablation when the n-gram rule splits same-item pairs far more often than the classifier does.
 
-    python bench/item_partitions.py --out runs/item-partitions --classifier main=runs/pipeline/classifier
-    python bench/item_partitions.py --out DIR --classifier A=DIR --classifier B=DIR --model smollm2 --k 8
+    python bench/studies/item_partitions.py --out runs/item-partitions --classifier main=runs/pipeline/classifier
+    python bench/studies/item_partitions.py --out DIR --classifier A=DIR --classifier B=DIR --model smollm2 --k 8
 
 Answer pairs are counted within prompts (k(k-1)/2 per prompt); intervals are bootstrap 95% over prompts.
 """

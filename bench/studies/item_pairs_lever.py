@@ -10,10 +10,10 @@ of each label are drawn (seeded), so no prompt or label dominates.
 The classifier then trains with ``bench/classifier_quality.py``'s protocol on the 857-pair train part of the 1,000 plus
 these pairs, is scored once on the 143-pair test part, and ``train_classifier`` scores the packaged checks (the 100
 held-out human pairs, the minimal pairs; no item category is among the minimal pairs' categories). The ``items-heldout``
-categories are never read, so ``bench/item_partitions.py`` on them stays out of sample.
+categories are never read, so ``bench/studies/item_partitions.py`` on them stays out of sample.
 
-    python bench/item_pairs_lever.py --out runs/item-pairs-lever --classifier runs/pipeline/classifier
-    python bench/item_pairs_lever.py --out DIR --classifier CLF --k 32 --cap 12 --no-train   # the pairs only
+    python bench/studies/item_pairs_lever.py --out runs/item-pairs-lever --classifier runs/pipeline/classifier
+    python bench/studies/item_pairs_lever.py --out DIR --classifier CLF --k 32 --cap 12 --no-train   # the pairs only
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ out-of-fold ROC-AUC, and accuracy at a threshold fitted for accuracy on each fol
 to see, before paying for fine-tuning runs, whether a bigger packaged encoder or a lexical feature beside the
 cosine moves the out-of-fold figures at all.
 
-    python bench/classifier_levers.py                                   # MiniLM (packaged) + lexical
-    python bench/classifier_levers.py --backbone mpnet=/path/to/all-mpnet-base-v2   # add another encoder
-    python bench/classifier_levers.py --tokens 64,128,256 --words 50,100,200        # truncation (issue 37)
+    python bench/studies/classifier_levers.py                                   # MiniLM (packaged) + lexical
+    python bench/studies/classifier_levers.py --backbone mpnet=/path/to/all-mpnet-base-v2   # add another encoder
+    python bench/studies/classifier_levers.py --tokens 64,128,256 --words 50,100,200        # truncation (issue 37)
 
 ``--tokens``: MiniLM's cosine with each response cut to that many tokens (NoveltyBench's classifier reads 128);
 ``--words``: Jaccard and ROUGE-1 on each response's first that many words.

@@ -1,16 +1,16 @@
 """The README's test command, timed per module: where the suite's minutes go, from pytest's own phase reports.
 
 Runs ``.venv/bin/python -m pytest`` (the README's command, its addopts unchanged: two workers, a module whole to
-one worker) with ``bench/suite_clock.py`` recording every phase, then writes per module its worker time (the sum of
-its tests' setup, call and teardown: module and session fixtures count where they start), its wall span on its
+one worker) with ``suite_clock.py`` (beside it) recording every phase, then writes per module its worker time (the
+sum of its tests' setup, call and teardown: module and session fixtures count where they start), its wall span on its
 worker, and the worker; per worker its busy time; the suite's wall time and outcome counts. ``--clone REV`` runs
 from a fresh clone of REV (set-up timed apart from the tests), ``--empty-home`` with an empty HOME, as a new user
 and CI do; the clone is deleted afterwards. tests/conftest.py schedules the modules longest first by the
-``worker_s`` this script writes to ``bench/results/suite_times.json`` (the default ``--out``).
+``worker_s`` this script writes to ``tests/support/timing/suite_times.json`` (the default ``--out``).
 
-    python bench/suite_times.py --clone HEAD --empty-home              # the whole measurement, ~30 min on 2 cores
-    python bench/suite_times.py --out /tmp/t.json -- tests/core        # this tree, a subset
-    python bench/suite_times.py --report-only RAW.jsonl --out OUT.json # the table again from recorded phases
+    python tests/support/timing/suite_times.py --clone HEAD --empty-home    # the whole measurement, ~30 min on 2 cores
+    python tests/support/timing/suite_times.py --out /tmp/t.json -- tests/core  # this tree, a subset
+    python tests/support/timing/suite_times.py --report-only RAW.jsonl --out OUT.json  # the table again
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "bench" / "results" / "suite_times.json"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+DEFAULT_OUT = HERE / "suite_times.json"
 
 
 class MachineClock(threading.Thread):
@@ -70,7 +71,7 @@ def run_suite(tree: Path, env: dict[str, str], raw: Path, pytest_args: list[str]
     env = {
         **env,
         "DARLING_SUITE_CLOCK": str(raw),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), env.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")])),
         "DARLING_REQUIRE_VLLM": "1",  # as CI runs it: a missing vLLM fails, it does not skip
     }
     clock = MachineClock(raw.parent / "machine.jsonl")

@@ -31,9 +31,9 @@ side) ~4.3 GB at its peak and ~1.1 GB after, a warm-up 0.54 GB per seed. A lever
 overrides them; the settings the bench derives from its options (``output``, ``policy``, ``classifier``,
 ``method``, ``seed``, ``max_steps``) are refused in a lever.
 
-    .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
+    .venv/bin/python bench/studies/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \\
         --seeds 1,2,3 --warmup-steps 16 --lever t10=temperature=1.0 --lever t07=temperature=0.7
-    .venv/bin/python bench/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \
+    .venv/bin/python bench/studies/darling_levers.py --classifier runs/pipeline/classifier --out runs/levers \
         --lever p4=per_device_train_batch_size=32,temperature=0.7 \
         --arm darling-ngram --arm passk --arm entropy=entropy_coef=0.02 \
         --arm entropy-005=method=entropy,entropy_coef=0.005
@@ -339,7 +339,7 @@ def cell(d: dict) -> str:
 
 def render(results: list[dict], pooled: dict[str, dict]) -> str:
     lines = [
-        "# DARLING minus GRPO by lever (bench/darling_levers.py)",
+        "# DARLING minus GRPO by lever (bench/studies/darling_levers.py)",
         "",
         "| lever | seed | acted (all / first 4 steps) | GRPO would | RL s | train: distinct answers | train: distinct "
         "| train: quality | held-out: distinct answers | held-out: distinct | held-out: quality |",

@@ -8,7 +8,7 @@ them on ``naming-train`` (``eval novelty``, the seed's own classifier, the same 
 stage), compares them paired over prompts (``eval compare``, with the runs' training logs) and pools the seeds
 (``eval study``, hierarchical bootstrap). Every command resumes; a rerun skips what is done.
 
-    .venv/bin/python bench/study_training_prompts.py --run runs/study
+    .venv/bin/python bench/studies/study_training_prompts.py --run runs/study
 
 Writes ``RUN/train-prompts/seed-S/{eval-novelty/NAME, compare}`` and ``RUN/train-prompts/study`` and prints the
 pooled DARLING minus GRPO figures.

@@ -18,8 +18,8 @@ trained on. This script takes two policies' ``eval novelty`` outputs on the same
 The difference in mean quality is split exactly into format and relevance parts (a two-factor Shapley split of
 ``share_passing x mean relevance of the passing``). Prints a markdown table; ``--json`` writes the figures.
 
-    .venv/bin/python bench/quality_cost.py runs/pipeline            # a pipeline run (eval-novelty-train/)
-    .venv/bin/python bench/quality_cost.py runs/study/seed-1 runs/study/seed-2 --json runs/quality-cost.json
+    .venv/bin/python bench/studies/quality_cost.py runs/pipeline            # a pipeline run (eval-novelty-train/)
+    .venv/bin/python bench/studies/quality_cost.py runs/study/seed-1 runs/study/seed-2 --json runs/quality-cost.json
 """
 
 from __future__ import annotations
