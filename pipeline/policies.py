@@ -19,7 +19,7 @@ from darling.pipeline.folders import (
     arm_policy,
 )
 from darling.pipeline.rl_runs import rl_run
-from darling.pipeline.stage import Plan
+from darling.pipeline.stage import Plan, memoised
 from darling.pipeline.steps import Step, shown, stage_config, table_values
 from darling.rl.config import RLTrainConfig
 from darling.rl.methods import CHECKER, DARLING, GRPO, METHODS, arm_settings
@@ -35,14 +35,12 @@ def start_policy(plan: Plan) -> str:
     return rl_settings(plan).policy
 
 
+@memoised
 def rl_settings(plan: Plan) -> RLTrainConfig:
     """``[rl]`` as its runs read it (its preset, then its entries): their prompts, template and sampling."""
     c = plan.config
     # read for its prompts, template and sampling only: as GRPO, which needs no classifier
-    return plan.once(
-        ("rl-settings",),
-        lambda: stage_config(c, "rl", RLTrainConfig, {"output": plan.run / RL_FOLDER, "method": GRPO.name}),
-    )
+    return stage_config(c, "rl", RLTrainConfig, {"output": plan.run / RL_FOLDER, "method": GRPO.name})
 
 
 def start(plan: Plan) -> dict[str, Any]:
@@ -51,8 +49,9 @@ def start(plan: Plan) -> dict[str, Any]:
 
 
 # -- the classifier the runs score with ----------------------------------------------------------------------------
+@memoised
 def serve_step(plan: Plan) -> Step:
-    return plan.once(("serve-classifier",), lambda: _serve_step(plan))
+    return _serve_step(plan)
 
 
 def _serve_step(plan: Plan) -> Step:
@@ -76,6 +75,7 @@ def served(plan: Plan) -> dict[str, Any]:
 
 
 # -- the runs ------------------------------------------------------------------------------------------------------
+@memoised
 def rl_step(plan: Plan, grpo: bool = False) -> Step:
     """DARLING (``rl/``), or with ``grpo`` its GRPO baseline (``rl-grpo/``): the same settings and seeds, quality
     only, plus what ``[rl_grpo]`` changes; the classifier then only measures distinct per group for the logs. With a
@@ -84,9 +84,10 @@ def rl_step(plan: Plan, grpo: bool = False) -> Step:
     own = {**(table_values(c, "rl_grpo") if grpo else {}), **start(plan)}
     folder, method = (GRPO_RUN, GRPO.name) if grpo else (RL_FOLDER, DARLING.name)
     tables = ("rl", "rl_grpo") if grpo else ("rl",)
-    return plan.once((folder,), lambda: rl_run(plan, folder, method, own, c.threads, tables, wired_more=served(plan)))
+    return rl_run(plan, folder, method, own, c.threads, tables, wired_more=served(plan))
 
 
+@memoised
 def arm_step(plan: Plan, method: str) -> Step:
     """Another arm (``rl-<method>/``): ``[rl]`` plus what ``[rl_arms]`` sets that this arm reads (an arm's own
     settings reach that arm only), from the same start as DARLING and GRPO, with the same seeds."""
@@ -96,7 +97,7 @@ def arm_step(plan: Plan, method: str) -> Step:
     settings = {**own, **start(plan)}
     checker = {"checker": c.checker} if METHODS[method].partition == CHECKER else {}  # the task's, chain-wide
     wired = {**served(plan), **checker}
-    return plan.once((folder,), lambda: rl_run(plan, folder, method, settings, c.threads, ("rl",), tuple(own), wired))
+    return rl_run(plan, folder, method, settings, c.threads, ("rl",), tuple(own), wired)
 
 
 def rl_steps(plan: Plan) -> list[Step]:

@@ -17,12 +17,11 @@ from darling.core.shards import atomic_write_bytes
 from darling.datagen.champ import champ_path
 from darling.datagen.problems import packaged_problem_file
 from darling.pipeline.config import to_json
+from darling.pipeline.folders import CLASSIFIER_FOLDER
 from darling.pipeline.gpu_memory import peaks_line
 from darling.pipeline.script import COMMANDS_FILE
 from darling.pipeline.stage import Plan, Stage
 from darling.pipeline.stages import active_stages, input_files
-from darling.pipeline.stages.classifier import CLASSIFIER
-from darling.pipeline.stages.eval_math import eval_math_steps
 
 REPORT_FILE = "report.md"
 MANIFEST_FILE = "manifest.json"
@@ -131,11 +130,10 @@ def used_inputs(plan: Plan, records: dict[str, dict[str, Any]]) -> list[dict[str
             found.append({"role": "champ_dataset", "path": str(champ_path())})
         except Exception:  # the package is absent: nothing was imported from it either
             found.append({"role": "champ_dataset", "path": None, "note": "champ-dataset package not installed"})
-    data = (records.get(CLASSIFIER.name, {}).get("summary") or {}).get("data") or {}
+    data = (records.get(CLASSIFIER_FOLDER, {}).get("summary") or {}).get("data") or {}
     if data.get("noveltybench_file"):
         found.append({"role": "noveltybench_pairs", "path": data["noveltybench_file"]})
-    problems = eval_math_steps(plan)[0].config.problems if config.evaluate_math else []
-    specs = [*problems, *([str(config.datagen.get("problems"))] if config.rollouts_from == "generate" else [])]
+    specs = [spec for stage in active_stages(plan) for spec in stage.problems(plan)]
     for spec in dict.fromkeys(specs):
         path = Path(spec)
         if (packaged := packaged_problem_file(spec)) is not None:  # aime24, gsm8k, ...: a file inside darling

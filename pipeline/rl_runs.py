@@ -14,7 +14,7 @@ from darling.core.local_models import resolve_model
 from darling.core.numbers import MISSING
 from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
 from darling.pipeline.folders import RL_FOLDER
-from darling.pipeline.stage import Plan, read_json
+from darling.pipeline.stage import Plan, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config
 from darling.rl.config import SETTINGS_FILE, RLTrainConfig
 from darling.rl.serve_config import RewardServeConfig
@@ -24,10 +24,11 @@ ACCELERATE_FILE = "accelerate.yaml"  # RUN/inputs/: the accelerate config the ru
 
 
 # -- the reward model's replicas -----------------------------------------------------------------------------------
+@memoised
 def reward_serve_step(plan: Plan, folder: str = RL_FOLDER) -> Step:
     """``serve-reward-model`` replicas of ``[rl] reward_model`` for the stage writing to ``folder`` (its log is
     ``serve-reward-model.log`` in rl, ``serve-reward-model-<folder>.log`` in another stage)."""
-    return plan.once(("serve-reward-model", folder), lambda: _reward_serve_step(plan, folder))
+    return _reward_serve_step(plan, folder)
 
 
 def _reward_serve_step(plan: Plan, folder: str) -> Step:

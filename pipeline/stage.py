@@ -8,16 +8,19 @@ input files it writes and where a cluster launcher places it. Each stage is defi
 in order.
 
 A ``Plan`` is one run's steps, each built once: the blocks of ``commands.sh``, the summaries, the report, the SLURM
-and Ray launchers and the checks all read their commands' settings from it, never rebuilding a config.
+and Ray launchers and the checks all read their commands' settings from it, never rebuilding a config. A step builder
+marked ``@memoised`` is kept by the plan under the builder and its arguments.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from darling.pipeline.config import PipelineConfig
 
@@ -29,6 +32,7 @@ Records = dict[str, dict[str, Any]]
 # (the training stages: torchrun / accelerate across nodes).
 Placement = Literal["cpu", "node", "nodes"]
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class Plan:
@@ -43,10 +47,26 @@ class Plan:
     def run(self) -> Path:
         return self.config.run
 
-    def once(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    def _once(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
         if key not in self._built:
             self._built[key] = build()
         return self._built[key]
+
+
+def memoised(build: Callable[Concatenate[Plan, P], T]) -> Callable[Concatenate[Plan, P], T]:
+    """A step builder whose result the plan keeps: built once per plan and arguments, keyed by the builder itself and
+    its arguments as bound (``rl_step(plan)`` and ``rl_step(plan, grpo=False)`` are one step), never by a name picked
+    by hand, so every room, summary and launcher that asks gets the same step."""
+    signature = inspect.signature(build)
+
+    @functools.wraps(build)
+    def built(plan: Plan, *args: P.args, **kwargs: P.kwargs) -> T:
+        bound = signature.bind(plan, *args, **kwargs)
+        bound.apply_defaults()
+        key = (build, *list(bound.arguments.values())[1:])
+        return plan._once(key, lambda: build(plan, *args, **kwargs))
+
+    return built
 
 
 def _always(plan: Plan) -> bool:
@@ -65,6 +85,10 @@ def _no_check(plan: Plan) -> None:
     return None
 
 
+def _no_problems(plan: Plan) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -77,6 +101,7 @@ class Stage:
     runs: Callable[[Plan], bool] = _always
     note: Callable[[Records], list[str]] = _no_note  # a line citing another stage's figures, after the section
     inputs: Callable[[Plan], dict[Path, str]] = _no_inputs  # files under RUN/inputs its commands read
+    problems: Callable[[Plan], list[str]] = _no_problems  # the problem sets its commands read, for the manifest
     # what its tables need of one another (and of the chain's fields), in one line (UserInputError) before any runs
     check: Callable[[Plan], None] = _no_check
     # a few lines from its summary for the report's opening section (what the run shows); none: it has none

@@ -14,7 +14,7 @@ from darling.pipeline.folders import GRPO_RUN, arm_folder
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block
-from darling.pipeline.stage import Plan, Stage
+from darling.pipeline.stage import Plan, Stage, memoised
 from darling.pipeline.stages.classifier import CLASSIFIER, training_pairs_step
 from darling.pipeline.stages.compare import COMPARE
 from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS, labels_step
@@ -48,6 +48,7 @@ def active_stages(plan: Plan) -> list[Stage]:
     return [stage for stage in STAGES if stage.runs(plan)]
 
 
+@memoised
 def blocks(plan: Plan) -> list[Block]:
     """Every block of the chain, in order, after every stage's own check: building them also builds, and so checks,
     every command's config."""
@@ -58,7 +59,7 @@ def blocks(plan: Plan) -> list[Block]:
             stage.check(plan)
         return [stage.block(plan) for stage in stages]
 
-    return plan.once(("blocks",), build)
+    return build()
 
 
 def input_files(plan: Plan) -> dict[Path, str]:

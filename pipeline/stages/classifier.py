@@ -14,15 +14,16 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.pipeline.folders import CLASSIFIER_FOLDER, LABELS_FOLDER
 from darling.pipeline.script import Block
-from darling.pipeline.stage import Plan, Stage, read_json
+from darling.pipeline.stage import Plan, Stage, memoised, read_json
 from darling.pipeline.steps import Step, named_in, shown, stage_config, threads
 
 TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier trains on
 CHECKPOINT = "training/checkpoints/last.ckpt"  # under classifier/: what --resume continues from
 
 
+@memoised
 def training_pairs_step(plan: Plan) -> Step:
-    return plan.once(("training-pairs",), lambda: _training_pairs_step(plan))
+    return _training_pairs_step(plan)
 
 
 def _training_pairs_step(plan: Plan) -> Step:
@@ -39,8 +40,9 @@ def process_count(devices: str) -> int:
     return int(devices) if devices.isdigit() else 1
 
 
+@memoised
 def classifier_step(plan: Plan) -> Step:
-    return plan.once(("classifier",), lambda: _classifier_step(plan))
+    return _classifier_step(plan)
 
 
 def _classifier_step(plan: Plan) -> Step:

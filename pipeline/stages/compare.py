@@ -24,7 +24,7 @@ from darling.pipeline.folders import (
 from darling.pipeline.measured_figures import MEASURED_FIGURES
 from darling.pipeline.policies import rl_step, run_folders, training_prompts
 from darling.pipeline.script import Block
-from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
+from darling.pipeline.stage import Plan, Stage, memoised, prompts_link, read_json
 from darling.pipeline.stages.eval_novelty import held_out_settings  # the one room above another: it compares them
 from darling.pipeline.steps import Step, shown, stage_config
 
@@ -75,10 +75,11 @@ def study_steps(c: PipelineConfig) -> list[Step]:
     return steps
 
 
+@memoised
 def compare_steps(plan: Plan) -> list[Step]:
     """``compare/`` (held-out prompts, with math) and, with ``evaluate_training_prompts``, ``compare-train/``."""
     train = [True] if plan.config.evaluate_training_prompts else []
-    return plan.once(("compare",), lambda: [_compare_step(plan, t) for t in [False, *train]])
+    return [_compare_step(plan, t) for t in [False, *train]]
 
 
 def _compare_step(plan: Plan, train: bool) -> Step:

@@ -17,7 +17,7 @@ from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.pipeline.folders import LABELS_FOLDER, PAIRS_FOLDER, ROLLOUTS_FOLDER
 from darling.pipeline.policies import rl_settings, start_policy
 from darling.pipeline.script import Block, engine_where, json_text
-from darling.pipeline.stage import Plan, Stage, read_json
+from darling.pipeline.stage import Plan, Stage, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
@@ -32,8 +32,9 @@ def _with_rollouts(plan: Plan) -> bool:
 
 
 # -- datagen: rollouts ---------------------------------------------------------------------------------------------
+@memoised
 def datagen_step(plan: Plan) -> Step:
-    return plan.once(("datagen",), lambda: _datagen_step(plan))
+    return _datagen_step(plan)
 
 
 def _datagen_step(plan: Plan) -> Step:
@@ -151,6 +152,12 @@ def datagen_check(plan: Plan) -> None:
         )
 
 
+def generated_problems(plan: Plan) -> list[str]:
+    """The problem set generated rollouts answer (CHAMP's import and the policy's own rollouts: not a file read)."""
+    c = plan.config
+    return [str(c.datagen.get("problems"))] if c.rollouts_from == "generate" else []
+
+
 DATAGEN = Stage(
     ROLLOUTS_FOLDER,
     "Data generation: rollouts",
@@ -160,13 +167,15 @@ DATAGEN = Stage(
     runs=_with_rollouts,
     inputs=datagen_inputs,
     check=datagen_check,
+    problems=generated_problems,
     tables=("datagen",),
 )
 
 
 # -- pairs ---------------------------------------------------------------------------------------------------------
+@memoised
 def pairs_step(plan: Plan) -> Step:
-    return plan.once(("pairs",), lambda: _pairs_step(plan))
+    return _pairs_step(plan)
 
 
 def _pairs_step(plan: Plan) -> Step:
@@ -237,10 +246,11 @@ PAIRS = Stage(
 
 
 # -- labels --------------------------------------------------------------------------------------------------------
+@memoised
 def labels_steps(plan: Plan) -> list[Step]:
     """The labels the classifier trains on (``labels/``): the judge's, or with a checker the checker's; with both,
     the judge then labels the same pairs into ``labels-judge/``, scored against the checker (its labels unused)."""
-    return plan.once(("labels",), lambda: _labels_steps(plan))
+    return _labels_steps(plan)
 
 
 def labels_step(plan: Plan) -> Step:

@@ -11,12 +11,13 @@ from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.folders import BASE_POLICY, DARLING_POLICY, EVAL_CREATIVE_FOLDER, GRPO_POLICY
 from darling.pipeline.policies import policies
 from darling.pipeline.script import Block, engine_where
-from darling.pipeline.stage import Plan, Stage, read_json
+from darling.pipeline.stage import Plan, Stage, memoised, read_json
 from darling.pipeline.steps import Step, shown, stage_config, threads
 
 
+@memoised
 def eval_creative_step(plan: Plan) -> Step:
-    return plan.once(("eval-creative",), lambda: _eval_creative_step(plan))
+    return _eval_creative_step(plan)
 
 
 def _eval_creative_step(plan: Plan) -> Step:

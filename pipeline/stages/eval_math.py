@@ -11,14 +11,15 @@ from darling.evals.config import MathEvalConfig
 from darling.pipeline.folders import EVAL_MATH_FOLDER, RL_FOLDER
 from darling.pipeline.policies import policies, rl_step
 from darling.pipeline.script import Block, engine_where, json_text
-from darling.pipeline.stage import Plan, Records, Stage, read_json
+from darling.pipeline.stage import Plan, Records, Stage, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "eval-math.json"  # RUN/inputs/: every policy as an eval-math generator
 
 
+@memoised
 def eval_math_steps(plan: Plan) -> list[Step]:
-    return plan.once(("eval-math",), lambda: [_eval_math_step(plan)])
+    return [_eval_math_step(plan)]
 
 
 def _eval_math_step(plan: Plan) -> Step:
@@ -126,5 +127,6 @@ EVAL_MATH = Stage(
     runs=lambda plan: plan.config.evaluate_math,
     note=policy_note,
     inputs=eval_math_inputs,
+    problems=lambda plan: list(eval_math_steps(plan)[0].config.problems),
     tables=("eval_math",),
 )

@@ -18,7 +18,7 @@ from darling.pipeline.folders import BASE_POLICY, CLASSIFIER_FOLDER, EVAL_NOVELT
 from darling.pipeline.policies import policies, training_prompts
 from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, reward_urls
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
-from darling.pipeline.stage import Plan, Stage, prompts_link, read_json
+from darling.pipeline.stage import Plan, Stage, memoised, prompts_link, read_json
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads
 
 PARTITIONS = "eval-partitions"  # RUN/eval-partitions/: with a checker, how each partition splits and joins answers
@@ -30,6 +30,7 @@ def novelty_sets(plan: Plan) -> dict[str, dict[str, Any]]:
     return {**held_out, **({NOVELTY_TRAIN: training_prompts(plan)} if plan.config.evaluate_training_prompts else {})}
 
 
+@memoised
 def eval_novelty_steps(plan: Plan) -> list[Step]:
     """The held-out prompts ([eval_novelty]) and, with ``evaluate_training_prompts``, the RL prompts
     (``eval-novelty-train/``) with the same sampling: each an ``eval novelty`` command over its share of the policies
@@ -41,7 +42,7 @@ def eval_novelty_steps(plan: Plan) -> list[Step]:
         units.sort(key=lambda unit: -weights[unit[0]] * len(unit[2]))  # stable: the held-out set first among equals
         return [_step(plan, folder, prompts, names, len(chunks[folder])) for folder, prompts, names in units]
 
-    return plan.once(("eval-novelty",), steps)
+    return steps()
 
 
 def set_weights(plan: Plan) -> dict[str, int]:

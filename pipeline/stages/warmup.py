@@ -11,7 +11,7 @@ from typing import Any
 from darling.pipeline.folders import WARMUP_FOLDER
 from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, rl_run, run_section, run_summary
 from darling.pipeline.script import Block, start_in_background, stop_background
-from darling.pipeline.stage import Plan, Stage
+from darling.pipeline.stage import Plan, Stage, memoised
 from darling.pipeline.steps import Step, block_threads, table_values
 from darling.rl.methods import GRPO
 
@@ -20,12 +20,13 @@ def _with_warmup(plan: Plan) -> bool:
     return bool(plan.config.rl_warmup)
 
 
+@memoised
 def warmup_step(plan: Plan) -> Step:
     """The warm-up's ``rl-train`` (GRPO, quality only), on the cores ``jobs`` side-by-side commands would share."""
     c = plan.config
     own = table_values(c, "rl_warmup")
     tables = ("rl", "rl_warmup")
-    return plan.once((WARMUP.name,), lambda: rl_run(plan, WARMUP.name, GRPO.name, own, block_threads(c), tables=tables))
+    return rl_run(plan, WARMUP_FOLDER, GRPO.name, own, block_threads(c), tables=tables)
 
 
 def warmup_block(plan: Plan) -> Block:

@@ -137,3 +137,15 @@ def test_bench_shares_code_through_the_package_only():
         if "studies" not in path.parts and re.search(r"sys\.path\.(insert|append)", path.read_text())
     ]
     assert not found, found
+
+
+def test_the_report_and_launchers_read_the_rooms_through_the_registry(graph):
+    """report.py and the launchers use pipeline/stages/__init__.py (the stages in order, each Stage's hooks), never a
+    room's module; the runner imports one room, compare, for the study over seeds (its pairs and RUN/arms.md)."""
+    rooms = set(graph.find_children(ROOMS))
+    reach = {
+        module.rpartition(".")[2]: sorted(graph.find_modules_directly_imported_by(module) & rooms)
+        for module in ("darling.pipeline.report", "darling.pipeline.launch_slurm", "darling.pipeline.launch_ray")
+    }
+    assert reach == {"report": [], "launch_slurm": [], "launch_ray": []}
+    assert graph.find_modules_directly_imported_by("darling.pipeline.runner") & rooms == {f"{ROOMS}.compare"}

@@ -73,6 +73,34 @@ def test_a_runs_plan_builds_each_commands_config_once(tmp_path, monkeypatch):
     assert made["RLTrainConfig"] == 3  # the warm-up, DARLING and GRPO
 
 
+def test_a_step_is_kept_by_its_builder_and_arguments_not_by_a_name(tmp_path):
+    """Steps are memoised by the plan, keyed by the builder and its bound arguments: one call however it is spelled,
+    another argument another step, and another plan its own."""
+    from darling.pipeline.policies import arm_step, rl_step
+
+    plan = Plan(build_config("cpu-arms", tmp_path / "run"))
+    assert rl_step(plan) is rl_step(plan, grpo=False) is rl_step(plan, False)
+    assert rl_step(plan, grpo=True) is not rl_step(plan)
+    assert rl_step(plan, grpo=True).config.method == "grpo"
+    assert arm_step(plan, "darling-ngram") is not arm_step(plan, "passk")
+    assert rl_step(Plan(build_config("cpu-arms", tmp_path / "run"))) is not rl_step(plan)
+
+
+def test_the_manifest_lists_the_problem_sets_each_room_reads(tmp_path):
+    """Each room names the problem sets its commands read (``Stage.problems``); the report lists them without
+    reaching into a room: paper-tiny's generated rollouts and its pass@k sets, each once, packaged ones as such."""
+    from darling.pipeline.report import used_inputs
+    from darling.pipeline.stages.datagen import DATAGEN
+    from darling.pipeline.stages.eval_math import EVAL_MATH
+
+    plan = Plan(build_config("paper-tiny", tmp_path / "run"))
+    assert DATAGEN.problems(plan) == ["arithmetic"]  # generated rollouts on the built-in set
+    assert "aime24" in EVAL_MATH.problems(plan)
+    listed = [e for e in used_inputs(plan, {}) if e["role"] == "problems"]
+    assert [e["name"] for e in listed] == [*DATAGEN.problems(plan), *EVAL_MATH.problems(plan)]
+    assert [e["note"] for e in listed if e["name"] == "aime24"] == ["packaged with darling"]
+
+
 def test_the_rl_step_table_is_read_from_the_training_log_table():
     """The report's per-step columns are the training-log metrics that name a column, in the table's order; a
     GRPO run shows the share DARLING's term would have changed, in parentheses, where DARLING's shows its own."""
