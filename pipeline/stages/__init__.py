@@ -2,7 +2,7 @@
 ``classifier.py``, ``rl.py``, ``eval_math.py``, ``eval_novelty.py``, ``eval_creative.py``, ``compare.py``. A room
 holds its stage's steps, block, summary, report section and ``Stage`` record (``pipeline/stage.py``), and names its
 own folders; ``commands.sh``, the runner, the report and the SLURM and Ray launchers read everything from ``STAGES``
-and a run's ``Plan``. Adding a stage is one room and one line below.
+and a run's ``Plan``. Adding a stage is one room, one line below and its table in ``pipeline/schema.py``.
 """
 
 from __future__ import annotations
