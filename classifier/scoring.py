@@ -60,6 +60,18 @@ class EquivalenceScorer:
     def is_equivalent(self, pairs: Sequence[Pair]) -> np.ndarray:
         return self.prob_equivalent(pairs) >= self.threshold
 
+    def similarity_matrices(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each group's k x k similarity for a kernel (the Vendi score): P(equivalent) of every pair, both orders
+        averaged so that it is symmetric, 1 on the diagonal; every pair of every group scored in one call."""
+        index = [
+            (g, i, j) for g, texts in enumerate(groups) for i in range(len(texts)) for j in range(i + 1, len(texts))
+        ]
+        probs = self.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in index], symmetric=True)
+        out = [np.eye(len(texts)) for texts in groups]
+        for (g, i, j), p in zip(index, probs, strict=True):
+            out[g][i, j] = out[g][j, i] = float(p)
+        return out
+
 
 class PairScorer(EquivalenceScorer):
     """The cross-encoder kind: P(equivalent) through ``probs_for_ids``; subclasses decide where the model runs.
@@ -129,6 +141,12 @@ class EmbeddingScorer(EquivalenceScorer):
             return np.zeros(0, dtype=np.float64)
         emb = self.embed([t for pair in pairs for t in pair])
         return self.prob_from_cos(np.einsum("ij,ij->i", emb[0::2], emb[1::2]))
+
+    def similarity_matrices(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each group's cosine matrix, the bi-encoder's own similarity (1 on the diagonal): one embedding call."""
+        emb = self.embed([t for g in groups for t in g])
+        ends = np.cumsum([len(g) for g in groups]).tolist()
+        return [emb[a:b] @ emb[a:b].T for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     def prob_matrices(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """P(equivalent) for every pair of every group: all texts of all groups embedded in one call."""

@@ -27,6 +27,7 @@ from darling.datagen.config import (
     parse_model,
     system_prompt,
 )
+from darling.evals.vendi import DEFAULT_ORDER
 
 NOVELTYBENCH = "noveltybench"
 UNION_FIND = "union-find"
@@ -160,6 +161,11 @@ class NoveltyConfig(EngineConfig):
     patience: float = option(
         DEFAULT_PATIENCE, help="Utility discount per position (NoveltyBench: 0.8); unused by darling-fork."
     )
+    vendi_order: float = option(
+        DEFAULT_ORDER,
+        help="Order q of the Vendi score beside distinct (1: Shannon's, its authors' default; 0.5, 2 or inf: other "
+        "orders); its kernel is the classifier's own similarity.",
+    )
     generate: bool = option(True, help="--no-generate: rescore the stored generations only.")
     shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
     batch_size: int = option(32, help="Pairs per classifier forward pass.")
@@ -199,6 +205,8 @@ class NoveltyConfig(EngineConfig):
             raise UserInputError("need --k >= 1, --max-tokens >= 1 and --temperature >= 0")
         if not 0 <= self.patience <= 1:
             raise UserInputError(f"--patience must be in [0, 1], got {self.patience}")
+        if not self.vendi_order >= 0:  # NaN fails too
+            raise UserInputError(f"--vendi-order must be >= 0 (or inf), got {self.vendi_order}")
         if self.cut_points:
             parse_cut_points(self.cut_points)  # checked here, before anything runs
         if self.generate and (not self.prompts or not self.model):

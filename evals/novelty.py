@@ -70,6 +70,7 @@ from darling.evals.novelty_partition import (
 from darling.evals.novelty_prompts import NoveltyPrompt, load_prompts
 from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
 from darling.evals.prompt_metrics import PromptAnswers, metric_columns
+from darling.evals.vendi import vendi_kernel
 
 GENERATION_KEY = ("prompt_id", "sample_index")
 GENERATION_COLUMNS = {
@@ -244,8 +245,8 @@ def _by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
 
 def partition_frames(
     config: NoveltyConfig, classifier: ClassifierChoice, frames: list[pl.DataFrame], progress: bool
-) -> list[tuple[list[list[int]], dict[str, int]]]:
-    """Each frame's class ids per prompt and its partition counts, with the scorer loaded once for all."""
+) -> list[tuple[list[list[int]], dict[str, int], list[np.ndarray]]]:
+    """Each frame's class ids per prompt, partition counts and Vendi kernels per prompt; the scorer loaded once."""
     scorer = load_pair_scorer(config, classifier)
     results = []
     groups_of = [_by_prompt(frame)["response"].to_list() for frame in frames]
@@ -253,13 +254,15 @@ def partition_frames(
         task = bar.add_task("partition", total=sum(map(len, groups_of)))
         for groups in groups_of:
             classes: list[list[int]] = []
+            kernels: list[np.ndarray] = []
             stats = NoveltyPartitionStats()
             for start in range(0, len(groups), 256):  # one scorer call batches a step across many prompts
                 chunk, chunk_stats = partition_responses(groups[start : start + 256], scorer, config.partition)
+                kernels += scorer.similarity_matrices(groups[start : start + 256])
                 classes += chunk
                 stats.add(chunk_stats)
                 bar.advance(task, len(chunk))
-            results.append((classes, asdict(stats)))
+            results.append((classes, asdict(stats), kernels))
     client = getattr(scorer, "client", None)
     if client is not None:  # served: close its HTTP connections
         client.close()
@@ -278,7 +281,11 @@ def raw_rewards(config: NoveltyConfig, frames: list[pl.DataFrame]) -> list[list[
 
 
 def score_tables(
-    config: NoveltyConfig, frame: pl.DataFrame, classes: list[list[int]], raw: list[float | None]
+    config: NoveltyConfig,
+    frame: pl.DataFrame,
+    classes: list[list[int]],
+    raw: list[float | None],
+    kernels: Sequence[np.ndarray | None] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (every prompt metric) of
     ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)) from its partition and raw rewards."""
@@ -293,9 +300,12 @@ def score_tables(
         pl.Series("quality", quality, dtype=pl.Int64),
         pl.Series("credited_quality", [x for c, q in pairs for x in credited_quality(c, q)], dtype=pl.Float64),
     )
+    utilities = [prompt_utility(c, q, config.utility, config.patience) for c, q in pairs]
     answers = [
-        PromptAnswers([t.strip() for t in texts], c, q, prompt_utility(c, q, config.utility, config.patience), prompt)
-        for texts, (c, q), prompt in zip(groups, pairs, prompts, strict=True)
+        PromptAnswers([t.strip() for t in texts], c, q, utility, prompt, kernel, config.vendi_order)
+        for texts, (c, q), utility, prompt, kernel in zip(
+            groups, pairs, utilities, prompts, kernels or [None] * len(groups), strict=True
+        )
     ]
     columns = metric_columns(answers)  # every per-prompt metric of evals/prompt_metrics.py, computed here once
     per_prompt = by_prompt.drop("response", "prompt").with_columns(
@@ -340,6 +350,10 @@ def run_description(
             "definition": PARTITIONS[config.partition],
             **stats,
         },
+        "vendi": {
+            "order": config.vendi_order,
+            "kernel": vendi_kernel(classifier.export.kind if classifier.export else None),
+        },
     }
 
 
@@ -371,8 +385,8 @@ def evaluate_novelty(
     results: dict[Path, dict[str, Any]] = {}
     for s in stored:
         if s.frame.height:
-            classes, stats = next(partitions)
-            scored, per_prompt = score_tables(config, s.frame, classes, next(rewards))
+            classes, stats, kernels = next(partitions)
+            scored, per_prompt = score_tables(config, s.frame, classes, next(rewards), kernels)
         else:  # nothing complete: an empty report that says so (the CLI exits 1)
             scored, per_prompt, stats = s.frame, pl.DataFrame(schema=EMPTY_PER_PROMPT), {}
         metrics = {

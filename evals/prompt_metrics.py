@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from darling.core.items import category_of, distinct_items
 from darling.core.quality import distinct_answers
+from darling.evals.vendi import DEFAULT_ORDER, vendi_score
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class PromptAnswers:
     quality: Sequence[float]  # eval novelty's quality of each answer
     utility: float  # the prompt's utility (its method and patience are the evaluation's settings)
     prompt: str = ""  # the prompt's text (the item count reads its category from it)
+    similarity: Any = None  # the eval classifier's k x k similarity of the answers (numpy; the Vendi kernel)
+    vendi_order: float = DEFAULT_ORDER
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,10 @@ class PromptMetric:
     of: Callable[[PromptAnswers], float | None]  # None: the metric does not apply to this prompt
     independent: bool = True  # counted without the reward's classifier (a report says which counts are)
     verdict: tuple[str, str] | None = None  # (its name, its unit) in a comparison's one-line reading; None: not in it
+
+
+def _vendi(a: PromptAnswers) -> float | None:
+    return None if a.similarity is None else vendi_score(a.similarity, a.vendi_order)
 
 
 def _distinct_items(a: PromptAnswers) -> float | None:
@@ -67,6 +75,14 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
         "items-heldout; no classifier)",
         _distinct_items,
         verdict=("distinct items", "items per prompt"),
+    ),
+    PromptMetric(
+        "vendi",
+        "Vendi score",
+        "the effective number of different answers from the eval classifier's similarity, no threshold and no "
+        "partition (Friedman and Dieng, 2023; order q = eval novelty's --vendi-order, 1 by default)",
+        _vendi,
+        independent=False,
     ),
     PromptMetric(
         "utility",

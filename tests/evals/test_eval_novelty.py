@@ -487,3 +487,24 @@ def test_several_models_need_distinct_names(tmp_path, models, fragment):
     )
     assert_one_line_error(result, fragment)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_the_vendi_score_is_a_column_beside_distinct_at_the_order_asked(tmp_path, minilm_bi_export):
+    """eval novelty writes the Vendi score of each prompt's answers (the bi-encoder's cosine as its kernel) into
+    per_prompt.parquet and its mean into metrics.json, with the order and the kernel it used; another order rescores
+    the stored generations."""
+    from darling.evals.config import NoveltyConfig
+    from darling.evals.novelty import evaluate_novelty
+
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "same", "prompt": "Say it."}, {"id": "apart", "prompt": "Go."}])
+    same = ["The cat sat on the warm mat by the door."] * 4
+    apart = ["The cat sat on the mat.", "Stock prices fell sharply.", "Bake the bread at 200 C.", "Rain is due."]
+    engine = ScriptedEngine(texts={"same": same, "apart": apart})
+    base = dict(output=tmp_path / "out", prompts=str(prompts), model=["m"], k=4, classifier=str(minilm_bi_export))
+    (first,) = evaluate_novelty(NoveltyConfig(**base), engine=engine).values()
+    per_prompt = dict(pl.read_parquet(tmp_path / "out" / "per_prompt.parquet").select("prompt_id", "vendi").iter_rows())
+    assert per_prompt["same"] == pytest.approx(1.0) and per_prompt["apart"] > 2.0
+    assert first["mean_vendi"] == pytest.approx((per_prompt["same"] + per_prompt["apart"]) / 2)
+    assert first["vendi"] == {"order": 1.0, "kernel": "the bi-encoder's cosine of the two answers' embeddings"}
+    (second,) = evaluate_novelty(NoveltyConfig(**base, vendi_order=2.0), engine=ScriptedEngine()).values()
+    assert second["vendi"]["order"] == 2.0 and 1.0 < second["mean_vendi"] < first["mean_vendi"]
