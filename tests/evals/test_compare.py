@@ -58,6 +58,7 @@ def test_figures_per_prompt_and_paired_differences(tmp_path):
         "distinct": 2.0,
         "distinct_answers": 2.0,
         "distinct_items": None,  # no item prompt among these
+        "vendi": None,  # these hand-written scores carry no similarity kernel
         "utility": pytest.approx(grpo_utility),
         "quality": 1.0,
         "short": 1.0,

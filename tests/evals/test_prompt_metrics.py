@@ -31,6 +31,7 @@ def test_metric_means_are_named_after_the_metric():
         "mean_distinct",
         "mean_distinct_answers",
         "mean_distinct_items",
+        "mean_vendi",
         "mean_utility",
         "mean_quality",
     ]
