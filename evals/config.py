@@ -161,6 +161,11 @@ class NoveltyConfig(EngineConfig):
     patience: float = option(
         DEFAULT_PATIENCE, help="Utility discount per position (NoveltyBench: 0.8); unused by darling-fork."
     )
+    noveltybench: Path | None = option(
+        None,
+        help="A NoveltyBench eval folder: partition and score its generations.jsonl (nothing is generated; no "
+        "--prompts or --model) and write its partitions.jsonl, scores.jsonl and summary.json to OUTPUT as well.",
+    )
     vendi_order: float = option(
         DEFAULT_ORDER,
         help="Order q of the Vendi score beside distinct (1: Shannon's, its authors' default; 0.5, 2 or inf: other "
@@ -209,7 +214,9 @@ class NoveltyConfig(EngineConfig):
             raise UserInputError(f"--vendi-order must be >= 0 (or inf), got {self.vendi_order}")
         if self.cut_points:
             parse_cut_points(self.cut_points)  # checked here, before anything runs
-        if self.generate and (not self.prompts or not self.model):
+        if self.noveltybench is not None and (self.prompts or self.model):
+            raise UserInputError("--noveltybench reads its folder's generations: leave out --prompts and --model")
+        if self.generate and self.noveltybench is None and (not self.prompts or not self.model):
             raise UserInputError("give --prompts and --model (or --no-generate to score stored generations)")
         if isinstance(self.model, str):  # the Python API: a bare string would be read letter by letter
             raise UserInputError(f"model must be a list of PATH or NAME=PATH, got the string {self.model!r}")

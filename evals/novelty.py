@@ -32,6 +32,7 @@ and the CLI exits 1 so a rerun retries it.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -69,21 +70,10 @@ from darling.evals.novelty_partition import (
 )
 from darling.evals.novelty_prompts import NoveltyPrompt, load_prompts
 from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
+from darling.evals.novelty_store import GENERATION_COLUMNS, GENERATION_KEY
+from darling.evals.noveltybench_files import import_noveltybench, noveltybench_scores, write_noveltybench_files
 from darling.evals.prompt_metrics import PromptAnswers, metric_columns
 from darling.evals.vendi import vendi_kernel
-
-GENERATION_KEY = ("prompt_id", "sample_index")
-GENERATION_COLUMNS = {
-    "prompt_id": "String",
-    "prompt": "String",
-    "category": "String",  # null when the prompt set has none
-    "sample_index": "Int64",
-    "response": "String",  # null when status == "failed"
-    "finish_reason": "String",
-    "num_tokens": "Int64",
-    "status": "String",  # ok | failed (failed samples are retried by a rerun, never scored)
-    "error": "String",
-}
 
 
 # -- definitions ---------------------------------------------------------------------------------------------
@@ -365,6 +355,9 @@ def evaluate_novelty(
     scores.parquet and per_prompt.parquet to each folder. Returns each folder's metrics plus this run's generation
     counts (``run``)."""
 
+    if config.noveltybench is not None:  # NoveltyBench's generations, read into OUTPUT's store: nothing generates
+        instances = import_noveltybench(config)
+        config = dataclasses.replace(config, generate=False)
     if config.generate and engine is None:
         engine_options(config)  # a bad engine option fails before anything is read or written
     if config.threads:  # the hf engine's threads, and the classifier's and reward model's
@@ -396,5 +389,7 @@ def evaluate_novelty(
             **run_description(config, classifier, s.generation, stats),
         }
         write_outputs(s.output, scored, per_prompt, metrics)
+        if config.noveltybench is not None:
+            write_noveltybench_files(s.output, instances, noveltybench_scores(instances, scored, per_prompt))
         results[s.output] = {**metrics, "run": s.counts}
     return results

@@ -75,11 +75,15 @@ def render_report(m: dict[str, Any]) -> str:
     g, partition, utility = m["generation"], m["partition"], m["utility"]
     distinct_name, utility_name = metric_names(m)
     source = f" (`{m['reward_model']}`, cut points {m['cut_points']})" if m["reward_model"] else ""
+    made = (  # NoveltyBench's generations (--noveltybench) say where they came from; darling's how they were made
+        f"NoveltyBench's generations `{g['noveltybench']}`"
+        if "noveltybench" in g
+        else f"{g['engine']} engine, temperature {g['temperature']}, max {g['max_tokens']} tokens, seed {g['seed']}"
+    )
     lines = [
-        f"# Novelty: {g['model']} on {g['prompts']}",
+        f"# Novelty: {g['model']} on {g.get('prompts', g.get('noveltybench'))}",
         "",
-        f"k = {m['k']} responses per prompt ({g['engine']} engine, temperature {g['temperature']}, "
-        f"max {g['max_tokens']} tokens, seed {g['seed']}); classifier `{m['classifier']}` ({m['kind']}), "
+        f"k = {m['k']} responses per prompt ({made}); classifier `{m['classifier']}` ({m['kind']}), "
         f"threshold {m['threshold']} ({m['threshold_source']}).",
         "",
         f"Partition `{partition['method']}`: {partition['definition']}. Equivalent when {partition['decision']}.",

@@ -1,0 +1,83 @@
+"""NoveltyBench's files in and out of eval novelty (issue 63): a NoveltyBench eval folder's generations.jsonl is
+partitioned and scored by a darling export through the command line, and NoveltyBench's summary, recomputed from the
+files darling writes by NoveltyBench's published definitions (src/score.py, src/summarize.py), gives darling's
+figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from helpers import assert_one_line_error, darling, write_jsonl
+
+from darling.evals.noveltybench_files import read_partitions
+
+PATIENCE = 0.8  # NoveltyBench's default, and eval novelty's
+INSTANCES = [
+    {
+        "id": "planets",
+        "prompt": "Name a planet.",
+        "model": "someone/model",
+        "generations": ["Mars is the red planet.", "Mars is the red planet.", "Jupiter is the largest one.", "Mars"],
+    },
+    {
+        "id": "snacks",
+        "prompt": "Suggest a snack.",
+        "model": "someone/model",
+        "generations": [
+            "Apple slices with peanut butter.",
+            "A bowl of salted popcorn.",
+            "Greek yogurt and honey.",
+            "Apple slices with peanut butter.",
+        ],
+    },
+]
+
+
+def test_a_noveltybench_folder_round_trips_through_eval_novelty(tmp_path, minilm_bi_export):
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    write_jsonl(folder / "generations.jsonl", INSTANCES)
+    out = tmp_path / "out"
+    darling("eval", "novelty", "--noveltybench", folder, "--classifier", minilm_bi_export, "--output", out, check=True)
+
+    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in scores] == ["planets", "snacks"] and scores[0]["model"] == "someone/model"
+    for s in scores:  # NoveltyBench's numbering and definitions, recomputed from the file
+        partition = s["partition"]
+        assert partition[0] == 0 and all(c <= max(partition[:i], default=-1) + 1 for i, c in enumerate(partition))
+        assert s["distinct"] == len(set(partition)) == len(s["partition_scores"])
+        firsts = [i for i, c in enumerate(partition) if c not in partition[:i]]
+        assert [g for i, g in enumerate(s["generation_scores"]) if i not in firsts] == [0] * (4 - len(firsts))
+        weights = PATIENCE ** np.arange(len(s["generations"]))
+        assert s["utility"] == pytest.approx(np.average(s["generation_scores"], weights=weights))
+    assert scores[0]["partition"][:2] == [0, 0] and scores[1]["partition"][3] == scores[1]["partition"][0]
+
+    summary = json.loads((out / "summary.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert summary["mean_distinct"] == pytest.approx(np.mean([len(s["partition_scores"]) for s in scores]))
+    assert summary["mean_utility"] == pytest.approx(np.mean([s["utility"] for s in scores]))
+    assert (summary["mean_distinct"], summary["mean_utility"]) == pytest.approx(
+        (metrics["mean_distinct"], metrics["mean_utility"])
+    )
+    partitions, convention = read_partitions(out / "partitions.jsonl")
+    assert partitions == {s["id"]: s["partition"] for s in scores} and convention == "class count"
+
+    # rerun: the imported generations are reused, not appended twice
+    darling("eval", "novelty", "--noveltybench", folder, "--classifier", minilm_bi_export, "--output", out, check=True)
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_older_noveltybench_partitions_are_read_and_their_distinct_convention_named(tmp_path):
+    old = write_jsonl(tmp_path / "partitions.jsonl", [{"id": "a", "partition": [0, 0, 1], "distinct": 1}])
+    assert read_partitions(old) == ({"a": [0, 0, 1]}, "max(partition)")
+
+
+def test_a_bad_generations_file_is_one_line_naming_its_line_and_field(tmp_path):
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    write_jsonl(folder / "generations.jsonl", [INSTANCES[0], {"id": "x", "prompt": "p", "generations": "text"}])
+    result = darling("eval", "novelty", "--noveltybench", folder, "--classifier", tmp_path, "--output", tmp_path / "o")
+    assert_one_line_error(result, "generations.jsonl:2", "field 'generations'")
+    assert not (tmp_path / "o" / "generations").exists()  # nothing half-written
