@@ -13,6 +13,7 @@ from darling.cli.eval_math import eval_math_cmd
 from darling.cli.eval_novelty import eval_novelty_cmd
 from darling.cli.help import HelpCommand
 from darling.cli.options import config_command
+from darling.evals.agreement_config import AgreementConfig
 from darling.evals.config import ClassifierEvalConfig, CompareConfig, StudyConfig
 from darling.evals.partitions_config import PartitionsConfig
 from darling.evals.partitions_report import CEILING
@@ -144,6 +145,39 @@ def eval_partitions(config: PartitionsConfig) -> None:
 
 eval_partitions_cmd = config_command(PartitionsConfig, eval_partitions, doc=PARTITIONS_DOC)
 
+AGREEMENT_DOC = """Two partitions of the same generations side by side: the share of prompts they partition
+identically and their adjusted Rand index (bootstrap intervals over prompts), with the settings each was made with
+(tokens per side, pair order, the short-answer rule, the threshold) where its eval novelty folder records them.
+
+Example (darling's partition of NoveltyBench's generations against NoveltyBench's own):
+
+    darling eval novelty --noveltybench results/curated/gpt4o \\
+        --classifier runs/clf --output runs/nb-gpt4o
+    darling eval agreement \\
+        --partitions darling=runs/nb-gpt4o/partitions.jsonl \\
+        --partitions nb=results/curated/gpt4o/partitions.jsonl \\
+        --output runs/agree
+
+Writes OUTPUT/agreement.json and report.md. Every setting below is a field of
+`darling.evals.agreement_config.AgreementConfig`.
+"""
+
+
+def eval_agreement(config: AgreementConfig) -> None:
+    from darling.evals.agreement import evaluate_agreement  # loads numpy and scikit-learn
+
+    result = evaluate_agreement(config)
+    exact, ari = result["exact"], result["ari"]
+    out.print(
+        f"{result['prompts']} prompts: identical {exact['mean']:.3f} [{exact['interval'][0]:.2f}, "
+        f"{exact['interval'][1]:.2f}], adjusted Rand index {ari['mean']:.3f} [{ari['interval'][0]:.2f}, "
+        f"{ari['interval'][1]:.2f}]"
+    )
+    out.print(f"-> {config.output}/agreement.json, report.md")
+
+
+eval_agreement_cmd = config_command(AgreementConfig, eval_agreement, doc=AGREEMENT_DOC)
+
 eval_app = typer.Typer(help="Evaluate classifiers and generators.", no_args_is_help=True)
 eval_app.command("math", cls=HelpCommand)(eval_math_cmd)
 eval_app.command("novelty", cls=HelpCommand)(eval_novelty_cmd)
@@ -152,3 +186,4 @@ eval_app.command("classifier", cls=HelpCommand)(eval_classifier_cmd)
 eval_app.command("compare", cls=HelpCommand)(eval_compare_cmd)
 eval_app.command("study", cls=HelpCommand)(eval_study_cmd)
 eval_app.command("partitions", cls=HelpCommand)(eval_partitions_cmd)
+eval_app.command("agreement", cls=HelpCommand)(eval_agreement_cmd)

@@ -81,3 +81,44 @@ def test_a_bad_generations_file_is_one_line_naming_its_line_and_field(tmp_path):
     result = darling("eval", "novelty", "--noveltybench", folder, "--classifier", tmp_path, "--output", tmp_path / "o")
     assert_one_line_error(result, "generations.jsonl:2", "field 'generations'")
     assert not (tmp_path / "o" / "generations").exists()  # nothing half-written
+
+
+def test_two_real_partitions_of_the_same_generations_are_compared(tmp_path, minilm_bi_export, minilm_export):
+    """darling eval agreement on two real partitions of one NoveltyBench folder (the bi-encoder's and the
+    cross-encoder's), and on darling's against a NoveltyBench-written file with the older distinct convention."""
+    from sklearn.metrics import adjusted_rand_score
+
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    write_jsonl(folder / "generations.jsonl", INSTANCES)
+    files = {}
+    for name, export in (("bi", minilm_bi_export), ("cross", minilm_export)):
+        out = tmp_path / name
+        darling("eval", "novelty", "--noveltybench", folder, "--classifier", export, "--output", out, check=True)
+        files[name] = out / "partitions.jsonl"
+    nb = write_jsonl(tmp_path / "nb-partitions.jsonl", [{"id": "planets", "partition": [0, 0, 1, 0], "distinct": 1}])
+
+    args = ["--partitions", f"bi={files['bi']}", "--partitions", f"cross={files['cross']}"]
+    darling("eval", "agreement", *args, "--output", tmp_path / "agree", check=True)
+    result = json.loads((tmp_path / "agree" / "agreement.json").read_text())
+    a, b = (read_partitions(files[n])[0] for n in ("bi", "cross"))
+    assert result["prompts"] == 2 and set(result["per_prompt"]) == {"planets", "snacks"}
+    for pid, row in result["per_prompt"].items():
+        assert row["exact"] == (a[pid] == b[pid]) and row["ari"] == pytest.approx(adjusted_rand_score(a[pid], b[pid]))
+    assert result["ari"]["mean"] == pytest.approx(np.mean([r["ari"] for r in result["per_prompt"].values()]))
+    assert result["files"]["bi"]["settings"]["tokens per side"] == "32"  # the export's, read beside the file
+
+    darling(
+        "eval",
+        "agreement",
+        "--partitions",
+        f"darling={files['bi']}",
+        "--partitions",
+        f"nb={nb}",
+        "--output",
+        tmp_path / "agree-nb",
+        check=True,
+    )
+    report = (tmp_path / "agree-nb" / "report.md").read_text()
+    assert "1 prompts in both (1 in only one, left out)" in report
+    assert "128 (its DeBERTa)" in report and "| `distinct` in the file | class count | max(partition) |" in report
