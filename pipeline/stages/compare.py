@@ -179,7 +179,13 @@ def compare_lead(s: dict[str, Any]) -> list[str]:
     novelty = s.get("novelty")
     if not novelty:
         return []
-    metrics = [m for m in PROMPT_METRICS if m.independent and m.verdict]
+    differences = novelty["differences"].values()
+    # the classifier-free counts with a value here (the item count only on item prompts: no empty column)
+    metrics = [
+        m
+        for m in PROMPT_METRICS
+        if m.independent and m.verdict and any((d.get(m.name) or {}).get("mean") is not None for d in differences)
+    ]
     term = s.get("term", {})
     lines = [
         f"- **Held out** ({novelty['prompts']} prompts of {prompts_link(str(s['prompt_set']))}, one seed: intervals "
