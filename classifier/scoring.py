@@ -150,13 +150,7 @@ class EmbeddingScorer(EquivalenceScorer):
 
     def prob_matrices(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """P(equivalent) for every pair of every group: all texts of all groups embedded in one call."""
-        emb = self.embed([t for g in groups for t in g])
-        out, start = [], 0
-        for g in groups:
-            e = emb[start : start + len(g)]
-            out.append(self.prob_from_cos(e @ e.T))
-            start += len(g)
-        return out
+        return [self.prob_from_cos(cos) for cos in self.similarity_matrices(groups)]
 
 
 class EquivalenceClassifier(PairScorer):

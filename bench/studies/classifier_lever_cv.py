@@ -14,7 +14,7 @@ reuses a finished fold). Checkpoints are deleted once a fold is scored.
     python bench/studies/classifier_lever_cv.py --out runs/lever-cv --item-pairs runs/item-pairs-lever/item_pairs.jsonl
     python bench/studies/classifier_lever_cv.py --out runs/lever-cv --levers cpu,cpu+items --jobs 2 --set epochs=1
     python bench/studies/classifier_lever_cv.py --out runs/lever-cv --analyse     # tables from the kept predictions
-    python bench/studies/classifier_lever_cv.py --out runs/lever-cv --same-as runs/old-lever-cv   # did a rerun change a run?
+    python bench/studies/classifier_lever_cv.py --out runs/lever-cv --same-as runs/old-lever-cv  # a rerun changed?
 """
 
 from __future__ import annotations
