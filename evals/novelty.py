@@ -66,7 +66,7 @@ from darling.evals.novelty_partition import (
     NoveltyPartitionStats,
     check_classifier,
     load_pair_scorer,
-    partition_responses,
+    partition_with_kernels,
 )
 from darling.evals.novelty_prompts import NoveltyPrompt, load_prompts
 from darling.evals.novelty_report import EMPTY_PER_PROMPT, summarise, write_outputs
@@ -80,6 +80,11 @@ from darling.evals.vendi import vendi_kernel
 def quality_bucket(score: float, cut_points: Sequence[float] = NOVELTYBENCH_CUT_POINTS) -> int:
     """Reward-model score -> 1..len(cut_points)+1 (1..10 by default), as NoveltyBench's transform_raw_reward."""
     return bisect.bisect_left(cut_points, score) + 1
+
+
+def quality_bucket_or_one(raw: float | None, config: NoveltyConfig) -> int:
+    """A response's quality from its raw reward (NoveltyBench's bucket); 1 without a reward model."""
+    return 1 if raw is None else quality_bucket(raw, config.quality_cut_points)
 
 
 def credited_quality(classes: Sequence[int], quality: Sequence[float]) -> list[float]:
@@ -247,8 +252,10 @@ def partition_frames(
             kernels: list[np.ndarray] = []
             stats = NoveltyPartitionStats()
             for start in range(0, len(groups), 256):  # one scorer call batches a step across many prompts
-                chunk, chunk_stats = partition_responses(groups[start : start + 256], scorer, config.partition)
-                kernels += scorer.similarity_matrices(groups[start : start + 256])
+                chunk, chunk_stats, chunk_kernels = partition_with_kernels(
+                    groups[start : start + 256], scorer, config.partition
+                )
+                kernels += chunk_kernels
                 classes += chunk
                 stats.add(chunk_stats)
                 bar.advance(task, len(chunk))
@@ -276,18 +283,20 @@ def score_tables(
     classes: list[list[int]],
     raw: list[float | None],
     kernels: Sequence[np.ndarray | None] | None = None,
+    qualities: Sequence[float] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per response (class id, raw reward, quality, credited quality) and per prompt (every prompt metric) of
-    ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)) from its partition and raw rewards."""
+    ``frame`` (complete prompts only, sorted by (prompt_id, sample_index)) from its partition and raw rewards.
+    ``qualities``: each response's quality as given (a darling quality function's), instead of the reward's bucket."""
     by_prompt = _by_prompt(frame)
     groups, prompts = by_prompt["response"].to_list(), by_prompt["prompt"].to_list()
-    quality = [1 if r is None else quality_bucket(r, config.quality_cut_points) for r in raw]
+    quality = list(qualities) if qualities is not None else [quality_bucket_or_one(r, config) for r in raw]
     k = len(groups[0])  # every complete prompt has exactly k responses
     pairs = list(zip(classes, [quality[i : i + k] for i in range(0, len(quality), k)], strict=True))
     scored = frame.with_columns(
         pl.Series("class_id", [c for group in classes for c in group], dtype=pl.Int64),
         pl.Series("raw_reward", raw, dtype=pl.Float64),
-        pl.Series("quality", quality, dtype=pl.Int64),
+        pl.Series("quality", quality, dtype=pl.Float64 if qualities is not None else pl.Int64),
         pl.Series("credited_quality", [x for c, q in pairs for x in credited_quality(c, q)], dtype=pl.Float64),
     )
     utilities = [prompt_utility(c, q, config.utility, config.patience) for c, q in pairs]

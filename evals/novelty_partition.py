@@ -15,8 +15,8 @@ Two partitions, named in every report:
   at ``P >= threshold``, classes the transitive closure; no short-response rule.
 
 Probabilities come in batches: a bi-encoder embeds each response once and reads every comparison from the
-group's cosine matrix (``prob_matrices``); a cross-encoder gets all comparisons of one greedy step, across all
-prompts of a chunk, in one ``prob_equivalent`` call.
+group's cosine matrix (``similarity_matrices``, also the Vendi score's kernels); a cross-encoder gets all
+comparisons of one greedy step, across all prompts of a chunk, in one ``prob_equivalent`` call.
 """
 
 from __future__ import annotations
@@ -108,13 +108,21 @@ def greedy_first_member(
 
 
 def scorer_probs(groups: Sequence[Sequence[str]], scorer: EquivalenceScorer) -> PairProbs:
-    """``probs`` for ``greedy_first_member`` from a scorer of either kind, in-process or served. A bi-encoder
-    embeds every response of ``groups`` in one call, up front, and each comparison is read from its group's
-    cosine matrix; a cross-encoder is asked the (first member, response) pairs, in that order."""
-    if scorer.kind == BI_ENCODER:
-        matrices = cast("EmbeddingScorer", scorer).prob_matrices(groups)  # every bi-encoder scorer is one
-        return lambda batch: [matrices[g][i, j] for g, i, j in batch]
+    """``probs`` for ``greedy_first_member`` from a cross-encoder, in-process or served: the (first member,
+    response) pairs, in that order."""
     return lambda batch: scorer.prob_equivalent([(groups[g][i], groups[g][j]) for g, i, j in batch])
+
+
+def _greedy_from_cosines(
+    groups: Sequence[Sequence[str]], scorer: EquivalenceScorer, cosines: list[np.ndarray]
+) -> tuple[list[list[int]], NoveltyPartitionStats]:
+    """NoveltyBench's partition by a bi-encoder: every comparison read from its group's cosine matrix (``cosines``,
+    one embedding call for all groups)."""
+    probs = [cast("EmbeddingScorer", scorer).prob_from_cos(c) for c in cosines]  # every bi-encoder scorer is one
+    classes, stats = greedy_first_member(groups, lambda batch: [probs[g][i, j] for g, i, j in batch], scorer.threshold)
+    stats.texts_embedded = len({t for g in groups for t in g})
+    stats.scorer_calls = int(stats.texts_embedded > 0)
+    return classes, stats
 
 
 def partition_responses(
@@ -128,11 +136,22 @@ def partition_responses(
         return classes, NoveltyPartitionStats(s.pairs_total, s.pairs_decided, 0, s.rounds, s.texts_embedded)
     if method != NOVELTYBENCH:
         raise UserInputError(f"unknown partition {method!r}; choose one of {', '.join(PARTITIONS)}")
-    classes, stats = greedy_first_member(groups, scorer_probs(groups, scorer), scorer.threshold)
-    if scorer.kind == BI_ENCODER:  # every comparison came from the matrices: one embedding call
-        stats.texts_embedded = len({t for g in groups for t in g})
-        stats.scorer_calls = int(stats.texts_embedded > 0)
-    return classes, stats
+    if scorer.kind == BI_ENCODER:
+        return _greedy_from_cosines(groups, scorer, scorer.similarity_matrices(groups))
+    return greedy_first_member(groups, scorer_probs(groups, scorer), scorer.threshold)
+
+
+def partition_with_kernels(
+    groups: Sequence[Sequence[str]], scorer: EquivalenceScorer, method: str
+) -> tuple[list[list[int]], NoveltyPartitionStats, list[np.ndarray]]:
+    """``partition_responses`` and each group's similarity kernel (the Vendi score's). A bi-encoder under
+    NoveltyBench's partition embeds each response once for both: its cosines are the kernel and, mapped to
+    probabilities, the partition's comparisons."""
+    if method == NOVELTYBENCH and scorer.kind == BI_ENCODER:
+        kernels = scorer.similarity_matrices(groups)
+        return (*_greedy_from_cosines(groups, scorer, kernels), kernels)
+    classes, stats = partition_responses(groups, scorer, method)
+    return classes, stats, scorer.similarity_matrices(groups)
 
 
 # -- the classifier ------------------------------------------------------------------------------------------

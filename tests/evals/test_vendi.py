@@ -10,6 +10,8 @@ import pytest
 from vendi_score import vendi
 
 from darling.classifier.scoring import load_scorer
+from darling.evals.config import NOVELTYBENCH
+from darling.evals.novelty_partition import partition_responses, partition_with_kernels
 from darling.evals.vendi import vendi_score
 
 GROUPS = [
@@ -34,6 +36,21 @@ def test_the_score_equals_the_vendi_score_package_on_the_classifiers_kernel(any_
         assert kernels[0][0, 2] == pytest.approx(both)
     else:  # the cosine: identical answers are one answer
         assert same == pytest.approx(1.0)
+
+
+def test_partition_and_kernels_together_equal_each_alone_and_a_bi_encoder_embeds_once(any_export):
+    scorer = load_scorer(any_export)
+    classes, _ = partition_responses(GROUPS, scorer, NOVELTYBENCH)
+    kernels = scorer.similarity_matrices(GROUPS)
+    calls = []
+    if scorer.kind == "bi-encoder":  # count the real scorer's embedding calls (its results untouched)
+        embed = scorer.embed
+        scorer.embed = lambda texts: calls.append(len(texts)) or embed(texts)
+    together, stats, together_kernels = partition_with_kernels(GROUPS, scorer, NOVELTYBENCH)
+    assert together == classes
+    assert all(np.allclose(a, b) for a, b in zip(together_kernels, kernels, strict=True))
+    if scorer.kind == "bi-encoder":
+        assert calls == [7] and stats.scorer_calls == 1  # every answer once, for the partition and the kernel
 
 
 def test_the_bounds_hold_for_identical_and_orthogonal_answers():
