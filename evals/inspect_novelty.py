@@ -36,7 +36,12 @@ from darling.core.quality import QUALITIES, open_ended_quality
 from darling.core.reward_model import load_reward_model
 from darling.evals.config import NOVELTYBENCH, NoveltyConfig
 from darling.evals.novelty import score_tables
-from darling.evals.novelty_partition import check_classifier, load_pair_scorer, partition_with_kernels
+from darling.evals.novelty_partition import (
+    ClassifierChoice,
+    check_classifier,
+    load_pair_scorer,
+    partition_with_kernels,
+)
 from darling.evals.novelty_prompts import PACKAGED_NOVELTY_PROMPTS, load_prompts
 from darling.evals.noveltybench_files import first_appearance, generation_rows
 
@@ -158,7 +163,7 @@ class Models:
     """The classifier and the quality model, each loaded once, on the first sample scored (Inspect builds the
     scorer before generating; a model loaded then would sit idle through generation)."""
 
-    def __init__(self, config: NoveltyConfig, choice: Any, quality: str | None) -> None:
+    def __init__(self, config: NoveltyConfig, choice: ClassifierChoice, quality: str | None) -> None:
         self.config, self.choice, self.quality_name = config, choice, quality
         self.lock = threading.Lock()
         self.scorer: Any = None
