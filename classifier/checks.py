@@ -7,6 +7,10 @@ on, scored after every training run (the export's `darling.json` and model card)
 - ``minimal-pairs``: pairs written for darling (MIT) where meaning and wording part: a paraphrase in other words
   (equivalent) and the same text with the one thing the prompt asks for swapped (not equivalent). Word overlap
   ranks them backwards by construction (``resources/MINIMAL-PAIRS.md``).
+- ``item-pairs-heldout``: a GRPO-warmed SmolLM2's one-sentence answers to 30 item categories that no item chain
+  trains on ("Name a planet..."), every pair of two answers naming a member labelled by the items checker (the same
+  member: equivalent); the content-word rule is the baseline a classifier of the task must beat
+  (``resources/ITEM-PAIRS.md``).
 
 A check never picks a threshold, an epoch or a recipe: the classifier is scored at the threshold its validation
 split chose, and the word-overlap rows at thresholds fitted on the classifier's own training pairs.
@@ -22,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from darling.classifier.calibration import binary_metrics, bootstrap_intervals, choose_threshold
-from darling.classifier.config import MINIMAL_PAIRS, NOVELTYBENCH_HELDOUT
+from darling.classifier.config import ITEM_PAIRS_HELDOUT, MINIMAL_PAIRS, NOVELTYBENCH_HELDOUT
 from darling.classifier.labelled_pairs import load_pairs
 from darling.classifier.report import write_report
 from darling.core.lexical import BASELINES, overlap_scores
@@ -49,6 +53,7 @@ CHECKS: dict[str, Check] = {
             (("NoveltyBench's DeBERTa-v3-large", 0.812), ("GPT-4o-mini", 0.764), ("BERTScore", 0.677)),
         ),
         Check(MINIMAL_PAIRS, "minimal pairs: meaning over wording"),
+        Check(ITEM_PAIRS_HELDOUT, "item pairs: answers to 30 held-out item categories, checker-labelled"),
     )
 }
 
@@ -63,16 +68,13 @@ def overlap_threshold(fit_pairs, key: str, objective: str = "balanced_accuracy")
     """The word-overlap baseline ``key``'s decision threshold, fitted for ``objective`` on labelled ``fit_pairs``
     (here and in ``darling eval classifier``)."""
     labels = np.array([p.similar for p in fit_pairs])
-    return choose_threshold(labels, overlap_scores([p.texts for p in fit_pairs], key), objective)
+    return choose_threshold(labels, overlap_scores(fit_pairs, key), objective)
 
 
 def overlap_rows(pairs, fit_pairs) -> dict[str, dict[str, Any]]:
     """Each word-overlap baseline on ``pairs``, its threshold fitted for balanced accuracy on ``fit_pairs``."""
     labels = np.array([p.similar for p in pairs])
-    return {
-        key: _scored(labels, overlap_scores([p.texts for p in pairs], key), overlap_threshold(fit_pairs, key))
-        for key in BASELINES
-    }
+    return {key: _scored(labels, overlap_scores(pairs, key), overlap_threshold(fit_pairs, key)) for key in BASELINES}
 
 
 def score_checks(clf, names: Sequence[str], fit_pairs, output: Path) -> dict[str, dict[str, Any]]:

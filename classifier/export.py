@@ -214,6 +214,15 @@ def _metric_rows(m: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def _floor_text(meta: dict[str, Any]) -> str:
+    """The floor's verdict and the content-word rule on the same validation pairs, when training recorded them."""
+    if "floor" not in meta:
+        return ""
+    from darling.classifier.floor import floor_line  # loads numpy
+
+    return f"\n{floor_line(meta['floor'])} (darling.classifier.floor).\n"
+
+
 def _model_card(meta: dict[str, Any]) -> str:
     bi = meta["kind"] == BI_ENCODER
     serve = "--runner pooling --convert embed" if bi else "--runner pooling --convert classify"
@@ -264,7 +273,7 @@ Serving: `vllm serve THIS_DIR {serve}` and `darling.classifier.{client}` (or `da
 | metric | value [bootstrap 95% interval] |
 | --- | --- |
 {_metric_rows(meta["validation_metrics"])}
-{test}
+{_floor_text(meta)}{test}
 Training data SHA-256: `{meta["train_data_sha256"]}`
 """
 

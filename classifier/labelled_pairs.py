@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from darling.classifier.config import MINIMAL_PAIRS, NOVELTYBENCH_HELDOUT
+from darling.classifier.config import ITEM_PAIRS, ITEM_PAIRS_HELDOUT, MINIMAL_PAIRS, NOVELTYBENCH_HELDOUT
 from darling.core.errors import UserInputError
 from darling.core.readers import iter_dataset, iter_jsonl, iter_parquet
 from darling.core.schemas import PAIR_FIELDS, PAIR_LABEL_FIELD, PAIR_TEXT_FIELDS, LabelledPair, stable_pair_id
@@ -73,6 +73,10 @@ BUILTIN_PAIRS = {
     # the packaged checks (darling.classifier.checks): never trained or chosen on
     NOVELTYBENCH_HELDOUT: RESOURCES / "noveltybench-heldout.jsonl.gz",
     MINIMAL_PAIRS: RESOURCES / "minimal-pairs.jsonl.gz",
+    # a warm-up policy's own answers to the item prompts, labelled by the items checker (ITEM-PAIRS.md): the training
+    # categories' pairs as the item chain makes them, and every keyed pair of 30 held-out categories (a check)
+    ITEM_PAIRS: RESOURCES / "item-pairs.jsonl.gz",
+    ITEM_PAIRS_HELDOUT: RESOURCES / "item-pairs-heldout.jsonl.gz",
 }
 
 

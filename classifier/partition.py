@@ -13,6 +13,7 @@ Equivalence is made transitive as in the paper (a~b and b~c put a, b, c in one c
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
 from darling.core.checkers import Checker, key_classes
+from darling.core.lexical import CONTENT_RULE, CONTENT_THRESHOLD, content_jaccard
 
 # Decides a batch of (group index, i, j) pairs: True where responses i and j of that group are equivalent.
 DecidePairs = Callable[[list[tuple[int, int, int]]], Sequence[bool]]
@@ -97,9 +99,18 @@ def partition_matrices(decisions: Sequence[np.ndarray]) -> list[list[int]]:
     return out
 
 
-class KeyPartition:
-    """A partition no classifier decides: each group's answers by the key a checker reads off them
-    (``darling.core.checkers``), the exact partition where a task has one. It reads each group's prompt."""
+class PromptPartition:
+    """A partition no model decides that reads each group's prompt as well as its answers."""
+
+    kind = ""
+
+    def classes(self, prompts: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        raise NotImplementedError
+
+
+class KeyPartition(PromptPartition):
+    """Each group's answers by the key a checker reads off them (``darling.core.checkers``), the exact partition
+    where a task has one."""
 
     kind = "checker"
 
@@ -110,18 +121,39 @@ class KeyPartition:
         return [key_classes(self.checker.keys(p, g)) for p, g in zip(prompts, groups, strict=True)]
 
 
-Scorer = EquivalenceScorer | KeyPartition | Callable[[list[tuple[str, str]]], Sequence[bool]]
+class ContentWordPartition(PromptPartition):
+    """The content-word rule (``darling.core.lexical``): union-find over "these two answers share enough of their
+    content words", the prompt's own words left out. What a learned classifier must beat to have learnt more than
+    the words."""
+
+    kind = CONTENT_RULE
+
+    def __init__(self, threshold: float = CONTENT_THRESHOLD):
+        self.threshold = threshold
+
+    def classes(self, prompts: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        out = []
+        for prompt, group in zip(prompts, groups, strict=True):
+            forest = UnionFind(len(group))
+            for i, j in itertools.combinations(range(len(group)), 2):
+                if content_jaccard(group[i], group[j], prompt) >= self.threshold:
+                    forest.union(i, j)
+            out.append(forest.classes())
+        return out
+
+
+Scorer = EquivalenceScorer | PromptPartition | Callable[[list[tuple[str, str]]], Sequence[bool]]
 
 
 def partition_texts(
     groups: Sequence[Sequence[str]], scorer: Scorer, prune: bool = True, prompts: Sequence[str] | None = None
 ) -> tuple[list[list[int]], PartitionStats]:
     """Partition groups of texts with a scorer of either kind, any ``is_equivalent(list of (a, b)) -> bools``, or a
-    checker's keys (``KeyPartition``: ``prompts``, one per group, needed)."""
+    rule that reads the prompt too (``PromptPartition``: ``prompts``, one per group, needed)."""
     total = sum(len(g) * (len(g) - 1) // 2 for g in groups)
-    if isinstance(scorer, KeyPartition):
+    if isinstance(scorer, PromptPartition):
         if prompts is None:
-            raise ValueError("the checker's partition reads each group's prompt: pass prompts")
+            raise ValueError(f"the {scorer.kind} partition reads each group's prompt: pass prompts")
         return scorer.classes(prompts, groups), PartitionStats(total, 0, 0)
     if isinstance(scorer, EmbeddingScorer):
         probs = scorer.prob_matrices(groups)

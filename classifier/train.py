@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, RichProgressBar
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from darling.classifier.backbones import load_sequence_classifier
@@ -23,6 +23,7 @@ from darling.classifier.checks import score_checks
 from darling.classifier.config import BI_ENCODER, CROSS_ENCODER, ClassifierTrainConfig
 from darling.classifier.encoding import PairEncoder, TextEncoder
 from darling.classifier.export import bi_encoder_fields, build_meta, cross_encoder_fields, export_classifier
+from darling.classifier.floor import content_rule_metrics, floor_verdict
 from darling.classifier.labelled_pairs import PairSet, load_pairs, split_pairs
 from darling.classifier.layer_cache import can_cache
 from darling.classifier.lightning_data import PairDataModule
@@ -53,6 +54,7 @@ class TrainResult:
     test_metrics: dict[str, Any] | None = None  # on held-out pairs, when train_classifier(test=...) was given
     rank: int = 0  # this process's global rank: only rank 0 calibrates, exports and has metrics
     checks: dict[str, Any] = field(default_factory=dict)  # the packaged checks (darling.classifier.checks), by name
+    floor: dict[str, Any] = field(default_factory=dict)  # the floor's verdict (darling.classifier.floor)
 
     @property
     def exported(self) -> bool:
@@ -93,6 +95,32 @@ def loggers(config: ClassifierTrainConfig, work_dir: Path) -> list:
     return chosen
 
 
+VAL_AUC = "val/auc"  # what the module logs after each validation epoch (PairModuleBase.on_validation_epoch_end)
+BEST = "best"  # training/best/best.ckpt: the best epoch's weights, with early stopping
+
+
+def early_stopping_callbacks(patience: int, work_dir: Path) -> list:
+    """Lightning's own: stop after ``patience`` epochs without a higher validation AUC, and keep the best epoch's
+    weights (weights only: one file of the model's size) to load back before calibration and export."""
+    return [
+        EarlyStopping(monitor=VAL_AUC, mode="max", patience=patience),
+        ModelCheckpoint(
+            dirpath=work_dir / BEST, filename=BEST, monitor=VAL_AUC, mode="max", save_top_k=1, save_weights_only=True
+        ),
+    ]
+
+
+def restore_best(trainer: L.Trainer, module: L.LightningModule) -> int | None:
+    """Load the best epoch's weights kept by ``early_stopping_callbacks`` into ``module``; that epoch, or None when
+    no early stopping ran (or no epoch was validated)."""
+    best = next((c for c in trainer.checkpoint_callbacks if c.monitor == VAL_AUC), None)
+    if best is None or not best.best_model_path:
+        return None
+    state = torch.load(best.best_model_path, map_location="cpu", weights_only=True)
+    module.load_state_dict(state["state_dict"], strict=True)
+    return int(state["epoch"])
+
+
 def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress: bool) -> L.Trainer:
     checkpoint = ModelCheckpoint(
         dirpath=work_dir / "checkpoints",
@@ -101,6 +129,8 @@ def build_trainer(config: ClassifierTrainConfig, model, work_dir: Path, progress
         every_n_train_steps=config.checkpoint_every_n_steps,
     )
     callbacks: list = [checkpoint]
+    if config.early_stopping_patience:
+        callbacks += early_stopping_callbacks(config.early_stopping_patience, work_dir)
     if progress:
         callbacks.append(RichProgressBar())
     uses_steps = config.max_steps >= 1
@@ -296,6 +326,7 @@ class Fitted:
     tokenizer: Any
     trained: Any
     seconds: float
+    best_epoch: int | None = None  # with early stopping: the epoch whose weights were kept (0-based)
 
 
 def fit(config: ClassifierTrainConfig, train_pairs, val_pairs, work_dir: Path, resume_from: Path | None, progress):
@@ -310,9 +341,10 @@ def fit(config: ClassifierTrainConfig, train_pairs, val_pairs, work_dir: Path, r
     start = time.perf_counter()
     trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=str(resume_from) if resume_from else None)
     seconds = time.perf_counter() - start
+    best_epoch = restore_best(trainer, parts.module)
     trained = _full_model(trainer, parts.module, config, parts.fresh_model)
     release_training_state(trainer, parts.module)
-    return Fitted(trainer, parts, tokenizer, trained, seconds)
+    return Fitted(trainer, parts, tokenizer, trained, seconds, best_epoch)
 
 
 def train_classifier(
@@ -363,6 +395,8 @@ def calibrate_and_export(
     )
     clf = clf.with_threshold(threshold)
     metrics["train_seconds"] = round(fitted.seconds, 1)
+    rule = content_rule_metrics(val_pairs)
+    floor = floor_verdict(config.auc_floor, metrics, rule)
     test_metrics = score_test(clf, test_pairs, work_dir / "test") if test_pairs is not None else None
     checks = score_checks(clf, config.check_names(), train_pairs + val_pairs, work_dir / "checks")
     world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
@@ -371,6 +405,8 @@ def calibrate_and_export(
         "accumulate_grad_batches": accumulate,
         "examples_per_optimiser_step": config.batch_size * world * accumulate,  # (a, b) and (b, a): two
         "optimiser_steps": trainer.global_step,
+        "epochs_run": trainer.current_epoch,
+        "best_epoch": fitted.best_epoch,
     }
     meta = build_meta(
         {**fitted.parts.meta_fields(fitted.trained), "dtype": dtype, "schedule": schedule},
@@ -382,6 +418,9 @@ def calibrate_and_export(
         test_metrics,
         checks,
     )
+    meta |= {"validation_content_rule": rule, "floor": floor}
     export_classifier(fitted.trained, fitted.tokenizer, output, meta)
     n = (len(train_pairs), len(val_pairs), trainer.global_step)
-    return TrainResult(output, metrics, threshold, fitted.seconds, *n, fitted.trained, test_metrics, checks=checks)
+    return TrainResult(
+        output, metrics, threshold, fitted.seconds, *n, fitted.trained, test_metrics, checks=checks, floor=floor
+    )

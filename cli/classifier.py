@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from darling.classifier.config import ClassifierTrainConfig
+from darling.classifier.floor import check_floor, floor_line
 from darling.classifier.import_classifier import ImportConfig
 from darling.classifier.import_classifier import import_classifier as run_import
 from darling.classifier.labelled_pairs import load_pairs
@@ -88,6 +89,8 @@ def train(
         out.print(metrics_line(f"test ({result.test_metrics['n']} held-out pairs)", result.test_metrics))
     for name, check in result.checks.items():
         out.print(check_line(name, check))
+    out.print(floor_line(result.floor))
+    check_floor(result.floor, str(output))  # exit 2 below the floor: nothing downstream runs on it
 
 
 def metrics_line(name: str, m: dict) -> str:

@@ -27,6 +27,11 @@ from typing import Any, ClassVar, Self
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
 
+# Not part of a pipeline run's identity (``darling.pipeline.config``): where it runs and how fast, or a gate that stops
+# the chain, not what it computes (a field's metadata; the identity leaves out every field that carries it, a chain
+# field or a stage table's key).
+NOT_IDENTITY = {"identity": False}
+
 
 def option(
     default: Any = MISSING,

@@ -89,8 +89,9 @@ def _zero_shot_row(backbone: str, fit: PairSet, fit_data, texts, batch_size: int
     return Row(f"zero-shot {backbone}", key, clf.prob_equivalent(texts), clf.threshold, extra)
 
 
-def _baseline_rows(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs, texts) -> list[Row]:
-    """Token Jaccard and ROUGE-1 F, each at a threshold fitted on ``fit_data`` (else on these pairs, said so)."""
+def _baseline_rows(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs) -> list[Row]:
+    """Token Jaccard, ROUGE-1 F and the content-word rule, each at a threshold fitted on ``fit_data`` (else on these
+    pairs, said so)."""
     from darling.classifier.checks import overlap_threshold  # loads scikit-learn
 
     fit = (inputs.fit or inputs.pairs).pairs
@@ -105,7 +106,7 @@ def _baseline_rows(config: ClassifierEvalConfig, inputs: ClassifierEvalInputs, t
             "threshold_fitted_on": fitted_on,
             "threshold_objective": config.baseline_objective,
         }
-        rows.append(Row(name, key, overlap_scores(texts, key), threshold, extra))
+        rows.append(Row(name, key, overlap_scores(inputs.pairs.pairs, key), threshold, extra))
     return rows
 
 
@@ -130,7 +131,7 @@ def evaluate_classifier(config: ClassifierEvalConfig, inputs: ClassifierEvalInpu
         key = "zero_shot" if rows else ""
         rows.append(_zero_shot_row(c.zero_shot, inputs.fit, c.fit_data, texts, c.batch_size, key, device))
     if c.baselines:
-        rows += _baseline_rows(c, inputs, texts)
+        rows += _baseline_rows(c, inputs)
     return write_rows(rows, inputs.pairs, c.data, Path(c.output))
 
 

@@ -1,6 +1,6 @@
-"""``darling eval partitions``: how a classifier (and the n-gram rule) partitions a policy's answers where a checker
-knows which answers are the same, the question behind every DARLING result on such a task: does the reward's
-partition read meaning or wording?
+"""``darling eval partitions``: how a classifier (and the n-gram and content-word rules) partitions a policy's
+answers where a checker knows which answers are the same, the question behind every DARLING result on such a task:
+does the reward's partition read meaning or wording?
 
 Per answers set (an ``eval novelty`` folder: a policy's k answers per prompt), each partition is the one DARLING's
 reward would make of those answers (``darling.classifier.partition``: union-find over the classifier's decisions at
@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from darling.classifier.partition import KeyPartition, Scorer, partition_texts
+from darling.classifier.partition import ContentWordPartition, KeyPartition, Scorer, partition_texts
 from darling.core.checkers import get_checker
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
-from darling.core.lexical import NGRAM_ORDER
+from darling.core.lexical import CONTENT_RULE, NGRAM_ORDER
 from darling.core.numbers import percentile_interval
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import named
@@ -102,7 +102,7 @@ def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer],
     keys = [checker.keys(p, answers) for p, answers in data]
     rng = np.random.default_rng(seed)
     partitions = {CEILING: partition_texts(groups, KeyPartition(checker), prompts=prompts)[0]}
-    partitions |= {name: partition_texts(groups, scorer)[0] for name, scorer in scorers.items()}
+    partitions |= {name: partition_texts(groups, scorer, prompts=prompts)[0] for name, scorer in scorers.items()}
     keyed = [k is not None for ks in keys for k in ks]
     return {
         "prompts": len(groups),
@@ -113,7 +113,7 @@ def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer],
 
 
 def load_scorers(config: PartitionsConfig) -> dict[str, Scorer]:
-    """Each classifier as DARLING's reward partitions with it, then the n-gram rule."""
+    """Each classifier as DARLING's reward partitions with it, then the n-gram and the content-word rules."""
     from darling.classifier.ngram import ngram_scorer  # loads torch (through scoring)
     from darling.classifier.scoring import load_scorer  # loads torch
 
@@ -123,6 +123,8 @@ def load_scorers(config: PartitionsConfig) -> dict[str, Scorer]:
     }
     if config.ngram:
         scorers[NGRAM_NAME] = ngram_scorer()
+    if config.content_rule:
+        scorers[CONTENT_RULE] = ContentWordPartition()
     return scorers
 
 

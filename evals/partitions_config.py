@@ -32,6 +32,11 @@ class PartitionsConfig(CommandConfig):
         True,
         help=f"Also the n-gram rule (darling-ngram's partition: {NGRAM_ORDER}-gram Jaccard >= {NGRAM_THRESHOLD}).",
     )
+    content_rule: bool = option(
+        True,
+        help="Also the content-word rule: two answers the same when they share a word that is neither a stop word nor "
+        "the prompt's (what a learned classifier must beat to have learnt more than the words).",
+    )
     checker: str = option(
         "items",
         choices=CHECKER_NAMES,
@@ -44,5 +49,7 @@ class PartitionsConfig(CommandConfig):
         get_checker(self.checker)
         named(self.answers, "--answers", must_exist=False)  # the form here; the folders when it runs
         named(self.classifier, "--classifier", must_exist=False)
-        if not (self.classifier or self.ngram):
-            raise UserInputError("nothing to measure: give --classifier NAME=DIR (repeatable), or keep --ngram")
+        if not (self.classifier or self.ngram or self.content_rule):
+            raise UserInputError(
+                "nothing to measure: give --classifier NAME=DIR (repeatable), or keep --ngram or --content-rule"
+            )

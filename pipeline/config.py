@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from darling.core.checkers import CHECKER_NAMES
-from darling.core.config import CommandConfig, option
+from darling.core.config import NOT_IDENTITY, CommandConfig, option
 from darling.core.errors import UserInputError
-from darling.pipeline.schema import NOT_IDENTITY, TABLES, StageTables
+from darling.pipeline.schema import TABLES, StageTables
 from darling.pipeline.tables import checked_table
 from darling.rl.methods import OTHER_ARMS
 
@@ -272,18 +272,26 @@ class PipelineConfig(CommandConfig, StageTables):
         return str(value) if value else None
 
     def identity(self) -> dict[str, Any]:
-        """Flat ``{field: value}`` (table entries as ``table.key``) of what defines the results, preset first."""
+        """Flat ``{field: value}`` (table entries as ``table.key``) of what defines the results, preset first. A field
+        marked ``identity: False`` (here, or in a table's command config) is left out: it may change between reruns
+        (a gate such as the classifier's floor, the number of side-by-side commands)."""
         skipped = {f.name for f in fields(self) if f.metadata.get("identity") is False}
         values = {k: v for k, v in to_json(self).items() if k not in skipped}
         flat: dict[str, Any] = {"preset": values.pop("preset")}
         for name, value in values.items():
             if isinstance(value, dict):
-                flat.update({f"{name}.{k}": v for k, v in sorted(value.items())})
+                free = not_identity(TABLES[name].config) if name in TABLES else set()
+                flat.update({f"{name}.{k}": v for k, v in sorted(value.items()) if k not in free})
             elif value == []:  # like an empty table, it sets nothing: a run made before such a field existed resumes
                 continue
             else:
                 flat[name] = value
         return flat
+
+
+def not_identity(config: type[CommandConfig]) -> set[str]:
+    """A command config's fields that do not define a run's results (``meta={"identity": False}``)."""
+    return {f.name for f in fields(config) if f.metadata.get("identity") is False}
 
 
 def resolved(table: dict[str, Any], config: type[CommandConfig], key: str) -> Any:

@@ -45,6 +45,15 @@ class StageFailed(RuntimeError):
     """A stage's command failed (or left failed items, e.g. judge calls); rerunning the pipeline resumes it."""
 
 
+class StageRefused(UserInputError):
+    """A stage's command refused its input or its result in one line and exit code 2 (a classifier below its floor):
+    the pipeline exits 2 with that line; the rerun after the fix resumes the stage."""
+
+
+REFUSED = 2  # a darling command's exit code for bad input (darling.cli.common.user_errors)
+ERROR_PREFIX = "error: "  # how that command's one line starts
+
+
 def check_identity(config: PipelineConfig) -> None:
     """Record the run's identity on first use; refuse a rerun whose identity differs (names the first field)."""
     run = config.run
@@ -137,7 +146,9 @@ def stop_signals_altered() -> bool:
 
 def run_block(config: PipelineConfig, stage: Block, attempt: int, log: Callable[[str], None]) -> None:
     """Run the stage's block (after the script's prelude) with bash in RUN; its output goes to ``log`` and to
-    ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log."""
+    ``RUN/logs/<stage>.log``. A non-zero exit is ``StageFailed``, naming the log; a command's refusal (exit 2 and its
+    one ``error:`` line) is ``StageRefused`` with that line."""
+    refusal = ""
     log_path = config.run / LOGS / f"{stage.name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     script = "\n".join([*PRELUDE, *stage.lines])
@@ -155,8 +166,13 @@ def run_block(config: PipelineConfig, stage: Block, attempt: int, log: Callable[
         for raw in process.stdout:
             sink.write(raw)
             sink.flush()
-            log("  " + raw.decode(errors="replace").rstrip("\n"))
+            line = raw.decode(errors="replace").rstrip("\n")
+            log("  " + line)
+            if line.startswith(ERROR_PREFIX):
+                refusal = line.removeprefix(ERROR_PREFIX)
         code = process.wait()
+    if code == REFUSED and refusal:
+        raise StageRefused(f"{stage.name}: {refusal} (then rerun the same command: the chain resumes here)")
     if code:
         raise StageFailed(
             f"{stage.name}: a command exited with {code}; see {log_path} (rerun the same command to resume)"

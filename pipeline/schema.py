@@ -12,7 +12,7 @@ from typing import Any
 
 from darling.classifier.config import ClassifierTrainConfig, ServeConfig, TrainingPairsConfig
 from darling.classifier.import_classifier import ImportConfig
-from darling.core.config import option
+from darling.core.config import NOT_IDENTITY, option
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.evals.config import CompareConfig, MathEvalConfig, NoveltyConfig
 from darling.evals.creative_config import CreativeConfig
@@ -20,9 +20,6 @@ from darling.pipeline.tables import SECTION, Section
 from darling.rl.config import RLTrainConfig
 from darling.rl.serve_config import RewardServeConfig
 
-# Not part of a run's identity: where it runs and how fast, not what it computes (a field's metadata; the identity
-# leaves out every field that carries it).
-NOT_IDENTITY = {"identity": False}
 # The rl-train options the pipeline sets for every run (refused in the rl tables): where it writes, what scores it
 # (the classifier, a checker arm's checker), its seed, threads and method; where it is served and runs.
 RL_WIRED = ("output", "classifier", "seed", "threads", "method", "prune_checkpoints", "checker") + (

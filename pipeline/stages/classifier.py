@@ -9,6 +9,7 @@ from typing import Any
 
 from darling.classifier.config import ClassifierTrainConfig, TrainingPairsConfig
 from darling.classifier.export import ClassifierExport
+from darling.classifier.floor import FLOOR_SETTING, floor_line
 from darling.classifier.import_classifier import ImportConfig
 from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
@@ -110,8 +111,23 @@ def classifier_summary(plan: Plan) -> dict[str, Any]:
         "max_tokens_per_response": meta["max_tokens_per_response"],
         "launcher": " ".join(step.launcher) or None,
         "validation": metrics,
+        "validation_interval": meta["validation_metrics"].get("intervals_95", {}).get("roc_auc"),
+        "content_rule": {k: meta.get("validation_content_rule", {}).get(k) for k in ("roc_auc", "intervals_95")},
+        "floor": meta.get("floor"),
+        "floor_from": floor_source(plan),
         "checks": meta.get("checks", {}),
     }
+
+
+def floor_source(plan: Plan) -> str:
+    """Where the chain's floor came from, for the report: the run's table, the classifier preset, or the default."""
+    table = plan.config.classifier
+    if FLOOR_SETTING in table:
+        return f"`classifier.{FLOOR_SETTING}` of this run"
+    preset = table.get("preset")
+    if preset and FLOOR_SETTING in ClassifierTrainConfig.preset_values(preset):
+        return f"the `{preset}` classifier preset"
+    return "train-classifier's default"
 
 
 def _imported_section(s: dict[str, Any]) -> list[str]:
@@ -154,12 +170,22 @@ def classifier_section(s: dict[str, Any]) -> list[str]:
     ]
     keys = ("n", "accuracy", "balanced_accuracy", "f1", "roc_auc", "ece", "threshold", "positive_rate", "train_seconds")
     lines += [f"| {k} | {fmt(v.get(k), 1 if k == 'train_seconds' else 3)} |" for k in keys if k in v]
+    if s.get("floor"):
+        lines += ["", f"{floor_line(s['floor'])} (the floor: {s['floor_from']}; `darling.classifier.floor`)."]
     if s.get("checks"):
         lines += ["", "The packaged checks: pairs it never trained or chose anything on (`darling.classifier.checks`):"]
         from darling.classifier.checks import checks_markdown  # loads numpy and scikit-learn
 
         lines += ["", checks_markdown(s["checks"])]
     return [*lines, ""]
+
+
+def classifier_lead(s: dict[str, Any]) -> list[str]:
+    """Whether the classifier learnt its task, in one line: its validation AUC beside the content-word rule's, and
+    the floor it was held to."""
+    if not s.get("floor"):
+        return []
+    return [f"- **The classifier**: {floor_line(s['floor'])} (the floor: {s['floor_from']}).", ""]
 
 
 def classifier_check(plan: Plan) -> None:
@@ -178,6 +204,7 @@ CLASSIFIER = Stage(
     classifier_section,
     placement="nodes",
     check=classifier_check,
+    lead=classifier_lead,
     links=(
         ("validation metrics", "classifier/training/validation/metrics.json"),
         ("model card", "classifier/README.md"),

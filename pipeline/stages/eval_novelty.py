@@ -175,7 +175,8 @@ def eval_novelty_section(s: dict[str, Any]) -> list[str]:
 
 
 def partitions_lead(s: dict[str, Any]) -> list[str]:
-    """The start policy's held-out answers: how the chain's classifier and the n-gram rule partition them."""
+    """The start policy's held-out answers: how the chain's classifier and the n-gram and content-word rules
+    partition them."""
     table = (s.get("partitions") or {}).get("sets", {}).get(BASE_POLICY)
     if table is None:
         return []
@@ -194,14 +195,15 @@ def partitions_lead(s: dict[str, Any]) -> list[str]:
 
 
 def partitions_lines(result: dict[str, Any]) -> list[str]:
-    """How the chain's classifier (``chain``) and the n-gram rule partition each policy's answers, beside the
-    checker's exact partition ([`eval-partitions/`](eval-partitions/report.md))."""
+    """How the chain's classifier (``chain``) and the n-gram and content-word rules partition each policy's answers,
+    beside the checker's exact partition ([`eval-partitions/`](eval-partitions/report.md))."""
     lines = [
         f"**What the reward's partitions read** ([`{PARTITIONS}/`]({PARTITIONS}/report.md)): each policy's answers "
-        f"partitioned as DARLING's reward would (the chain's classifier `chain`, union-find at its threshold) and as "
-        f"`darling-ngram`'s would, against the {result['checker']} checker. Splits: of the answer pairs with the "
-        "same key, the share put in different classes (rewording a reward would pay for); joins: of the pairs with "
-        "different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
+        f"partitioned as DARLING's reward would (the chain's classifier `chain`, union-find at its threshold), as "
+        f"`darling-ngram`'s would, and by the content-word rule (two answers the same when they share a word that is "
+        f"neither a stop word nor the prompt's), against the {result['checker']} checker. Splits: of the answer pairs "
+        "with the same key, the share put in different classes (rewording a reward would pay for); joins: of the pairs "
+        "with different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
         "",
     ]
     for name, table in result["sets"].items():

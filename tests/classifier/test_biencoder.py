@@ -136,7 +136,7 @@ def test_bi_encoder_export_reloads_strictly_with_identical_probabilities(bert_bi
     assert meta["test_metrics"]["n"] == 20 and "chose nothing" in meta["test_note"]
     assert "intervals_95" in meta["test_metrics"] and "Held-out metrics" in (out / "README.md").read_text()
     # the packaged checks, at the threshold validation chose, in darling.json and the model card
-    assert set(meta["checks"]) == {"noveltybench-heldout", "minimal-pairs"}
+    assert set(meta["checks"]) == {"noveltybench-heldout", "minimal-pairs", "item-pairs-heldout"}
     assert {c["classifier"]["threshold"] for c in meta["checks"].values()} == {meta["threshold"]}
     card = (out / "README.md").read_text()
     assert "## Packaged checks" in card and "NoveltyBench's DeBERTa-v3-large (published) | 0.812" in card

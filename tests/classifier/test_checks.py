@@ -30,7 +30,7 @@ def test_word_overlap_ranks_the_minimal_pairs_backwards():
     labels = np.array([p.similar for p in pairs])
     assert 0.4 < labels.mean() < 0.6 and len(pairs) >= 100
     for key in BASELINES:
-        assert roc_auc_score(labels, overlap_scores([p.texts for p in pairs], key)) <= 0.10, key
+        assert roc_auc_score(labels, overlap_scores(pairs, key)) <= 0.10, key
     by_prompt = defaultdict(dict)
     for p in pairs:
         by_prompt[p.prompt][p.similar] = jaccard(*p.texts)
@@ -70,3 +70,21 @@ def test_an_unknown_check_is_one_line_naming_the_choices(tmp_path):
     )
     assert_one_line_error(result, "checks: unknown check 'heldout'", "noveltybench-heldout")
     assert not (tmp_path / "clf").exists()
+
+
+def test_the_packaged_item_pairs_are_the_checkers_labels_and_the_heldout_set_shares_no_category():
+    """item-pairs (the training categories, balanced as the item chain pairs) and item-pairs-heldout (a check): each
+    label is what the items checker reads off the two answers today, and no held-out category is a training one."""
+    from darling.core.checkers import ITEMS
+    from darling.core.items import category_of, item_prompt_sets
+
+    train, held = load_pairs("item-pairs").pairs, load_pairs("item-pairs-heldout").pairs
+    for pairs in (train, held):
+        for p in pairs:
+            keys = ITEMS.keys(p.prompt, list(p.texts))
+            assert None not in keys and p.similar == int(keys[0] == keys[1]) and p.extra["keys"] == keys
+    assert sum(train_labels := [p.similar for p in train]) * 2 == len(train_labels) >= 300
+    packaged = {name: {r["category"] for r in rows} for name, rows in item_prompt_sets().items()}
+    assert {category_of(p.prompt).key for p in train} <= packaged["items-train"]
+    assert {category_of(p.prompt).key for p in held} <= packaged["items-heldout"]
+    assert len({p.prompt for p in held}) >= 20 and len(held) >= 300

@@ -140,7 +140,7 @@ def test_zero_shot_row_beside_an_export(tmp_path, two_exports, tiny_bert_dir):
     assert zero == json.loads((out / "zero-shot" / "metrics.json").read_text())
     header = (out / "compare.md").read_text().splitlines()[2]
     assert header.startswith("| metric | a | b | zero-shot ") and f"zero-shot {tiny_bert_dir} - a |" in header
-    assert header.endswith("| token Jaccard - a | ROUGE-1 F - a |")  # the word-overlap baselines, always
+    assert header.endswith("| token Jaccard - a | ROUGE-1 F - a | content-word rule - a |")  # word overlap, always
     alone = darling(
         "eval",
         "classifier",
@@ -168,25 +168,30 @@ def test_word_overlap_scores_as_hand_computed():
 
 
 def test_word_overlap_baselines_beside_the_classifier(tmp_path, two_exports):
-    """Token Jaccard and ROUGE-1 F are scored on the same pairs beside the export; their thresholds come from
-    --fit-data alone (for balanced accuracy), or, without it, from the evaluation pairs, which every row says.
-    ROC-AUC and balanced accuracy lead the comparison table."""
+    """Token Jaccard, ROUGE-1 F and the content-word rule are scored on the same pairs beside the export; their
+    thresholds come from --fit-data alone (for balanced accuracy), or, without it, from the evaluation pairs, which
+    every row says. ROC-AUC and balanced accuracy lead the comparison table."""
     from sklearn.metrics import roc_auc_score
 
     from darling.classifier.calibration import choose_threshold
     from darling.classifier.labelled_pairs import load_pairs
-    from darling.core.lexical import jaccard, rouge1_f
+    from darling.core.lexical import content_jaccard, jaccard, rouge1_f
 
     fit = write_jsonl(tmp_path / "fit.jsonl", synthetic_pairs(30, seed=1))
     data = write_jsonl(tmp_path / "heldout.jsonl", synthetic_pairs(24, seed=3))
     held, fitted = load_pairs(data).pairs, load_pairs(fit).pairs
     config = ClassifierEvalConfig(model=two_exports[0], data=str(data), fit_data=str(fit), output=tmp_path / "e")
     metrics = evaluate_classifier(config)
-    for key, score in (("jaccard", jaccard), ("rouge1", rouge1_f)):
+    scores_by_key = {
+        "jaccard": lambda a, b, _: jaccard(a, b),
+        "rouge1": lambda a, b, _: rouge1_f(a, b),
+        "content_rule": content_jaccard,  # read against each pair's prompt
+    }
+    for key, score in scores_by_key.items():
         row = metrics[key]
-        labels, scores = [p.similar for p in held], [score(*p.texts) for p in held]
+        labels, scores = [p.similar for p in held], [score(*p.texts, p.prompt) for p in held]
         assert row["roc_auc"] == pytest.approx(roc_auc_score(labels, scores))
-        fit_scores = [score(*p.texts) for p in fitted]
+        fit_scores = [score(*p.texts, p.prompt) for p in fitted]
         assert row["threshold"] == choose_threshold([p.similar for p in fitted], fit_scores, "balanced_accuracy")
         assert row["threshold_fitted_on"] == str(fit) and row["n"] == 24
     table = (tmp_path / "e" / "compare.md").read_text().splitlines()

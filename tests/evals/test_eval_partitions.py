@@ -35,6 +35,12 @@ def test_splits_and_joins_are_counted_against_the_checker_and_refused_off_its_pr
     # the rule joins the two "My favourite month ..." sentences (May, June): 1 of 4 different-key pairs
     joins = ngram["joins_different_keys"]
     assert joins["share"] == pytest.approx(1 / 4) and joins["pairs"] == 4
+    # the content-word rule (stop words and the prompt's words left out) joins the two Mars sentences ({mars, red},
+    # {choose, mars, fourth}) and the May and June ones ({favourite}, {favourite, june}); "May is warm and sunny."
+    # shares none ("may" is a stop word): it splits 1 of the 2 same-key pairs and joins 1 of the 4 different-key ones
+    content = table["partitions"]["content-word rule"]
+    assert content["splits_same_key"]["share"] == pytest.approx(1 / 2)
+    assert content["joins_different_keys"]["share"] == pytest.approx(1 / 4)
     assert table["keyed_share"] == pytest.approx(6 / 7)
     assert "| 4-gram rule | 3.00 | 1.000 [1.00, 1.00] (of 2) | 0.250" in (tmp_path / "out" / "report.md").read_text()
     naming = write_scores(tmp_path / "naming", {"fruit": [("Apple.", 0)]})  # "Name fruit.": no item prompt

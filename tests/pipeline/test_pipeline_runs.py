@@ -110,7 +110,7 @@ def test_whole_cpu_chain_at_reduced_sizes(chain):
     data = summaries["classifier"]["data"]
     assert data["by_design"] and not data["fallback"] and data["by_source"] == {"judge": 0, "noveltybench": 60}
     assert {"accuracy", "roc_auc", "threshold"} <= set(summaries["classifier"]["validation"])
-    assert set(summaries["classifier"]["checks"]) == {"noveltybench-heldout", "minimal-pairs"}
+    assert set(summaries["classifier"]["checks"]) == {"noveltybench-heldout", "minimal-pairs", "item-pairs-heldout"}
     assert "**NoveltyBench's 100 held-out human pairs** (100 pairs, 50 equivalent)" in report
     runs = summaries["rl"]["runs"]
     for name in ("darling", "grpo"):

@@ -1,0 +1,412 @@
+"""Issue 67: a classifier recipe that learns the item prompts' equivalence in every seed, chosen where the held-out
+categories choose nothing.
+
+Data (``item_classifier_data.sh``): per seed, the item chain's warm-up and its answers (``answers/warm-T07``: 32 per
+items-train prompt at 0.7, the chain takes the first 16; ``warm-T10``; ``base-T07``: SmolLM2 untrained; ``heldout``:
+the warm-up on the 30 held-out categories, 8 per prompt at 0.7).
+
+- ``diagnose``: per seed, the chain's own pairs (16 answers, 12 of each label per prompt, balanced, as
+  ``datagen pairs --checker items`` makes them), their label balance, the chain's validation split and its grouping,
+  how many answers name no member or several, and on that split the untrained backbone's cosine, the content-word
+  rule and today's recipe (AUC).
+- ``cv``: grouped K-fold over the 18 *training* categories (3 folds of 6 categories, the same per seed): each lever
+  (a data lever x a recipe lever) trains on two folds' pairs (its own validation split inside them, grouped by
+  prompt, chooses the threshold and, with early stopping, the epoch) and is scored on every keyed answer pair of the
+  third fold's categories (the warm-up's first 16 answers at 0.7: the same pairs for every lever): AUC, the share of
+  same-item pairs it calls different (splits) and of different-item pairs it calls the same (joins), beside the
+  content-word rule's.
+- ``heldout``: the chosen recipe trained on all of a seed's training-category pairs, as the chain trains it, then on
+  the warm-up's answers to the 30 held-out categories: AUC on their checker-labelled pairs, and the partition's
+  splits and joins (``darling eval partitions``' figures), beside the content-word rule, the 4-gram rule and the
+  checker.
+
+Every result is one JSON file under ``--out`` (rerun: finished ones are read back).
+
+    .venv/bin/python bench/studies/item_classifier_cv.py diagnose --data /work/runs/items67 --out /work/runs/cv67
+    .venv/bin/python bench/studies/item_classifier_cv.py cv --data /work/runs/items67 --out /work/runs/cv67 \\
+        --seeds 0,1,2 --levers chain/today,chain/cross
+    .venv/bin/python bench/studies/item_classifier_cv.py heldout --data /work/runs/items67 --out /work/runs/cv67 \\
+        --lever chain/cross
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from sklearn.metrics import roc_auc_score
+
+from darling.classifier.config import build_config
+from darling.classifier.labelled_pairs import PairSet, split_pairs
+from darling.classifier.scoring import load_scorer
+from darling.core.checkers import ITEMS
+from darling.core.items import category_of
+from darling.core.lexical import CONTENT_KEY, CONTENT_THRESHOLD, overlap_scores
+from darling.core.schemas import LabelledPair, stable_id, stable_pair_id
+from darling.datagen.config import PairConfig
+from darling.datagen.pairs import balanced, drop_duplicate_texts, key_pairs
+
+FOLDS = 3
+# The chain's recipe today: the cpu preset at the cpu chain's [classifier] table.
+TODAY = ("cpu", {"max_steps": 12, "max_tokens_per_response": 64, "warmup_steps": 2})
+RECIPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "today": TODAY,
+    "bi-3ep": ("cpu", {"max_tokens_per_response": 64}),  # the cpu preset's own schedule: 3 passes
+    "bi-10ep": ("cpu", {"max_tokens_per_response": 64, "epochs": 10}),
+    "bi-10ep-f2": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 2}),
+    "bi-20ep": ("cpu", {"max_tokens_per_response": 64, "epochs": 20}),
+    "bi-10ep-cosent": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "bi_loss": "cosent"}),
+    "bi-10ep-lr2": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "learning_rate": 1e-4, "min_learning_rate": 1e-5}),
+    "bi-10ep-es": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "early_stopping_patience": 3}),
+    "bi-10ep-f2-es": (
+        "cpu",
+        {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 2, "early_stopping_patience": 3},
+    ),
+    "bi-10ep-f0": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 0}),
+    "bi-5ep-f2": ("cpu", {"max_tokens_per_response": 64, "epochs": 5, "freeze_layers": 2}),
+    "cross": ("cpu-cross", {"max_tokens_per_response": 64}),  # 2 passes, both orders, class weights
+    "cross-5ep": ("cpu-cross", {"max_tokens_per_response": 64, "epochs": 5}),
+    "cross-5ep-f0": ("cpu-cross", {"max_tokens_per_response": 64, "epochs": 5, "freeze_layers": 0}),
+    "cross-10ep": ("cpu-cross", {"max_tokens_per_response": 64, "epochs": 10}),
+}
+# data lever -> (answer sets and how many of each set's answers per prompt, pairs of each label per prompt)
+DATA: dict[str, tuple[dict[str, int], int]] = {
+    "chain": ({"warm-T07": 16}, 12),
+    "n32": ({"warm-T07": 32}, 24),
+    "policies": ({"warm-T07": 16, "warm-T10": 16, "base-T07": 16}, 24),
+}
+ONE = "-one"  # a data lever's suffix: only answers that name exactly one member are paired
+
+
+def members_named(prompt: str, answer: str) -> int:
+    """How many members of the prompt's category the answer names (the checker reads the first)."""
+    from darling.core.items import _pattern
+
+    category = category_of(prompt)
+    assert category is not None
+    return sum(1 for member in category.members if any(_pattern(n).search(answer) for n in member))
+
+
+def one_member(pair: LabelledPair) -> bool:
+    return all(members_named(pair.prompt, text) == 1 for text in pair.texts)
+
+
+def read_answers(seed_dir: Path, name: str, per_prompt: int) -> list[dict[str, Any]]:
+    """One answer set's rows (ok, the first ``per_prompt`` per prompt), its model named after the set."""
+    frame = pl.read_parquet(seed_dir / "answers" / name / "*.parquet")
+    frame = frame.filter((pl.col("status") == "ok") & (pl.col("sample_index") < per_prompt))
+    rows = frame.sort("problem_id", "sample_index").to_dicts()
+    for row in rows:
+        row["model"] = name
+        row["rollout_id"] = stable_id(row["problem_id"], name, row["sample_index"])
+    return rows
+
+
+def by_prompt(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row["problem"], []).append(row)
+    return out
+
+
+def training_pairs(seed_dir: Path, data: str, seed: int) -> list[LabelledPair]:
+    """A data lever's checker-labelled pairs, made as ``datagen pairs --checker items`` + ``datagen label`` make
+    them: duplicate texts dropped, pairs of keyed answers capped per prompt and label, both labels balanced."""
+    sets, cap = DATA[data.removesuffix(ONE)]
+    rows = [row for name, n in sets.items() for row in read_answers(seed_dir, name, n)]
+    if data.endswith(ONE):
+        rows = [row for row in rows if members_named(row["problem"], row["response"]) == 1]
+    config = PairConfig(rollouts=seed_dir, output=seed_dir, max_pairs_per_problem=cap, checker="items", seed=seed)
+    found: dict[int, list[dict]] = {0: [], 1: []}
+    for prompt, group in sorted(by_prompt(rows).items()):
+        group, _ = drop_duplicate_texts(group)
+        keys = ITEMS.keys(prompt, [r["response"] for r in group])
+        for label, pairs in key_pairs(group, keys, config).items():
+            found[label] += pairs
+    pairs, _ = balanced(found, seed)
+    return [
+        LabelledPair(p["prompt"], p["generation_0"], p["generation_1"], int(p["answer"] is not None), p["pair_id"])
+        for p in pairs
+    ]
+
+
+def all_keyed_pairs(rows: list[dict[str, Any]]) -> list[LabelledPair]:
+    """Every pair of two keyed, different answer texts of one prompt, labelled by the checker (not balanced)."""
+    out = []
+    for prompt, group in sorted(by_prompt(rows).items()):
+        texts = list(dict.fromkeys(r["response"].strip() for r in group))
+        keys = ITEMS.keys(prompt, texts)
+        for (a, ka), (b, kb) in itertools.combinations(zip(texts, keys, strict=True), 2):
+            if ka is not None and kb is not None:
+                out.append(LabelledPair(prompt, a, b, int(ka == kb), stable_pair_id(prompt, a, b)))
+    return out
+
+
+def category_folds(prompts: list[str]) -> list[list[str]]:
+    """The 18 training categories in ``FOLDS`` fixed folds (sorted by category key, dealt round-robin)."""
+    ordered = sorted(set(prompts), key=lambda p: category_of(p).key)  # type: ignore[union-attr]
+    return [ordered[i::FOLDS] for i in range(FOLDS)]
+
+
+# -- figures ------------------------------------------------------------------------------------------------------
+def auc(labels: list[int], scores: np.ndarray) -> float | None:
+    return float(roc_auc_score(labels, scores)) if len(set(labels)) == 2 else None
+
+
+def decisions(labels: list[int], same: np.ndarray) -> dict[str, Any]:
+    """Splits (same-item pairs called different) and joins (different-item pairs called the same)."""
+    y = np.array(labels, dtype=bool)
+    return {
+        "splits": float((~same[y]).mean()) if y.any() else None,
+        "joins": float(same[~y].mean()) if (~y).any() else None,
+        "same_pairs": int(y.sum()),
+        "different_pairs": int((~y).sum()),
+    }
+
+
+def content_row(pairs: list[LabelledPair]) -> dict[str, Any]:
+    scores = overlap_scores(pairs, CONTENT_KEY)
+    labels = [p.similar for p in pairs]
+    return {"auc": auc(labels, scores), **decisions(labels, scores >= CONTENT_THRESHOLD)}
+
+
+def scorer_row(scorer, pairs: list[LabelledPair]) -> dict[str, Any]:
+    probs = scorer.prob_equivalent([p.texts for p in pairs])
+    labels = [p.similar for p in pairs]
+    return {"auc": auc(labels, probs), **decisions(labels, probs >= scorer.threshold), "threshold": scorer.threshold}
+
+
+def train(recipe: str, pairs: list[LabelledPair], output: Path, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The recipe trained on ``pairs`` as ``train-classifier`` trains (its validation split inside them)."""
+    from darling.classifier.train import train_classifier
+
+    preset, overrides = RECIPES[recipe]
+    config = build_config(preset, overrides={**overrides, "seed": seed, "threads": 2, "checks": ["none"]})
+    config = replace(config, report_to=["none"])
+    shutil.rmtree(output, ignore_errors=True)
+    start = time.perf_counter()
+    result = train_classifier(config, PairSet(pairs, "study", "-"), output, progress=False)
+    seconds = time.perf_counter() - start
+    scorer = load_scorer(output)
+    shutil.rmtree(output / "training" / "checkpoints", ignore_errors=True)
+    shutil.rmtree(output / "model.safetensors", ignore_errors=True)
+    val = result.metrics
+    return scorer, {
+        "seconds": round(seconds, 1),
+        "steps": result.global_step,
+        "n_train": result.n_train,
+        "n_val": result.n_val,
+        "val_auc": val.get("roc_auc"),
+        "threshold": result.threshold,
+        "best_epoch": (result_schedule(output) or {}).get("best_epoch"),
+    }
+
+
+def result_schedule(output: Path) -> dict[str, Any] | None:
+    return json.loads((output / "darling.json").read_text()).get("schedule")
+
+
+def cached(path: Path, make) -> dict[str, Any]:
+    if path.exists():
+        return json.loads(path.read_text())
+    value = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=1))
+    return value
+
+
+def zero_shot_row(pairs: list[LabelledPair]) -> dict[str, Any]:
+    """The untrained backbone's cosine (the packaged MiniLM, mean pooling): AUC only, no threshold of its own."""
+    from darling.classifier.zero_shot import untrained_classifier
+
+    clf = untrained_classifier("packaged:all-MiniLM-L6-v2", 64)
+    emb = clf.embed([t for p in pairs for t in p.texts])
+    return {"auc": auc([p.similar for p in pairs], np.einsum("ij,ij->i", emb[0::2], emb[1::2]))}
+
+
+# -- the commands -------------------------------------------------------------------------------------------------
+def seed_dirs(data: Path, seeds: list[int]) -> dict[int, Path]:
+    return {s: data / f"seed-{s}" for s in seeds if (data / f"seed-{s}" / "answers" / "heldout").exists()}
+
+
+def diagnose(data: Path, out: Path, seeds: list[int]) -> None:
+    for seed, folder in seed_dirs(data, seeds).items():
+
+        def make(seed=seed, folder=folder) -> dict[str, Any]:
+            rows = read_answers(folder, "warm-T07", 16)
+            named: Counter[str] = Counter()
+            for row in rows:
+                category = category_of(row["problem"])
+                assert category is not None
+                hits = members_named(row["problem"], row["response"])
+                named["none" if hits == 0 else "one" if hits == 1 else "several"] += 1
+            pairs = training_pairs(folder, "chain", seed)
+            config = build_config(TODAY[0], overrides={**TODAY[1], "seed": seed})
+            train_part, val_part = split_pairs(PairSet(pairs, "chain", "-"), config.val_fraction, seed)
+            scorer, trained = train(
+                "today", pairs, out / "diagnose" / f"seed-{seed}-model", seed
+            )  # the chain's own split inside
+            return {
+                "answers": len(rows),
+                "members_named": dict(named),
+                "pairs": len(pairs),
+                "labels": dict(Counter(p.similar for p in pairs)),
+                "pairs_per_prompt": dict(Counter(category_of(p.prompt).key for p in pairs)),  # type: ignore[union-attr]
+                "val_pairs": len(val_part),
+                "val_prompts": sorted({category_of(p.prompt).key for p in val_part}),  # type: ignore[union-attr]
+                "val_labels": dict(Counter(p.similar for p in val_part)),
+                "train_prompts": len({p.prompt for p in train_part}),
+                "val": {
+                    "zero_shot": zero_shot_row(val_part),
+                    "content_rule": content_row(val_part),
+                    "today": {**scorer_row(scorer, val_part), **trained},
+                },
+            }
+
+        result = cached(out / "diagnose" / f"seed-{seed}.json", make)
+        print(seed, json.dumps({k: v for k, v in result.items() if k != "pairs_per_prompt"}))
+
+
+def cv(data: Path, out: Path, seeds: list[int], levers: list[str]) -> None:
+    for seed, folder in seed_dirs(data, seeds).items():
+        scored = all_keyed_pairs(read_answers(folder, "warm-T07", 16))
+        folds = category_folds([p.prompt for p in scored])
+        for lever in levers:
+            data_lever, recipe = lever.split("/")
+            pairs = training_pairs(folder, data_lever, seed)
+            for k, held in enumerate(folds):
+
+                def make(pairs=pairs, held=held, recipe=recipe, k=k, seed=seed) -> dict[str, Any]:
+                    train_part = [p for p in pairs if p.prompt not in held]
+                    test = [p for p in scored if p.prompt in held]
+                    scorer, trained = train(recipe, train_part, out / "models" / f"{seed}-{k}", seed)
+                    one = [p for p in test if one_member(p)]
+                    return {
+                        "model": {**scorer_row(scorer, test), **trained},
+                        "content_rule": content_row(test),
+                        "one_member": {"model": scorer_row(scorer, one), "content_rule": content_row(one)},
+                    }
+
+                row = cached(out / "cv" / lever.replace("/", "+") / f"seed-{seed}-fold-{k}.json", make)
+                m = row["model"]
+                print(f"seed {seed} fold {k} {lever}: auc {m['auc']:.3f} (val {m['val_auc']:.3f}) "
+                      f"splits {m['splits']:.2f} joins {m['joins']:.2f}  rule auc {row['content_rule']['auc']:.3f} "
+                      f"{m['seconds']} s", end="")
+                if "one_member" in row:
+                    one = row["one_member"]
+                    print(f" | one-member: auc {one['model']['auc']:.3f} rule {one['content_rule']['auc']:.3f}", end="")
+                print(flush=True)
+
+
+def heldout(data: Path, out: Path, seeds: list[int], levers: list[str]) -> None:
+    """Each lever trained on all of a seed's training-category pairs, then measured on the warm-up's answers to the
+    30 held-out categories: AUC on their checker-labelled pairs (all, and those of two one-member answers), and the
+    partition's splits and joins as ``darling eval partitions`` counts them, beside the rules and the checker."""
+    from darling.classifier.ngram import ngram_scorer
+    from darling.classifier.partition import ContentWordPartition
+    from darling.evals.partitions import NGRAM_NAME, answers_table
+
+    for seed, folder in seed_dirs(data, seeds).items():
+        rows = read_answers(folder, "heldout", 8)
+        answers = [(prompt, [r["response"].strip() for r in group]) for prompt, group in sorted(by_prompt(rows).items())]
+        pairs = all_keyed_pairs(rows)
+        one = [p for p in pairs if one_member(p)]
+        rules = cached(
+            out / "heldout" / f"rules-seed-{seed}.json",
+            lambda: {
+                "content_rule": {"all": content_row(pairs), "one_member": content_row(one)},
+                "partitions": answers_table(
+                    answers, {NGRAM_NAME: ngram_scorer(), "content-word rule": ContentWordPartition()}, "items", seed
+                ),
+            },
+        )
+        print(f"seed {seed}: {len(pairs)} held-out pairs ({len(one)} of one-member answers); content rule auc "
+              f"{rules['content_rule']['all']['auc']:.3f} / {rules['content_rule']['one_member']['auc']:.3f}")
+        for lever in levers:
+
+            def make(lever=lever, seed=seed, folder=folder) -> dict[str, Any]:
+                data_lever, recipe = lever.split("/")
+                train_pairs = training_pairs(folder, data_lever, seed)
+                scorer, trained = train(recipe, train_pairs, out / "models" / f"heldout-{seed}", seed)
+                table = answers_table(answers, {"classifier": scorer}, "items", seed)
+                return {
+                    "trained": trained,
+                    "all": scorer_row(scorer, pairs),
+                    "one_member": scorer_row(scorer, one),
+                    "partition": table["partitions"]["classifier"],
+                    "keyed_share": table["keyed_share"],
+                }
+
+            r = cached(out / "heldout" / lever.replace("/", "+") / f"seed-{seed}.json", make)
+            part = r["partition"]
+            print(
+                f"  {lever}: val auc {r['trained']['val_auc']:.3f}; held out: auc {r['all']['auc']:.3f} "
+                f"(one-member {r['one_member']['auc']:.3f}); partition splits "
+                f"{part['splits_same_key']['share']:.3f} joins {part['joins_different_keys']['share']:.3f}; "
+                f"{r['trained']['seconds']} s",
+                flush=True,
+            )
+
+
+def package(data: Path, seed: int, target: Path) -> None:
+    """The packaged item pairs (``darling.classifier``'s built-in sets ``item-pairs``, ``item-pairs-heldout``): one
+    seed's training-category pairs as the chain makes them, and every keyed pair of its warm-up's held-out answers."""
+    import gzip
+
+    folder = data / f"seed-{seed}"
+    sets = {
+        "item-pairs": training_pairs(folder, "chain", seed),
+        "item-pairs-heldout": all_keyed_pairs(read_answers(folder, "heldout", 8)),
+    }
+    for name, pairs in sets.items():
+        rows = []
+        for p in pairs:
+            category = category_of(p.prompt)
+            assert category is not None
+            rows.append(
+                {
+                    "id": p.pair_id,
+                    "prompt": p.prompt,
+                    "generation_0": p.generation_0,
+                    "generation_1": p.generation_1,
+                    "similar": p.similar,
+                    "category": category.key,
+                    "keys": ITEMS.keys(p.prompt, list(p.texts)),
+                    "members_named": [members_named(p.prompt, t) for t in p.texts],
+                }
+            )
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        (target / f"{name}.jsonl.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+        print(name, len(rows), Counter(r["similar"] for r in rows), len({r["category"] for r in rows}), "categories")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("diagnose", "cv", "heldout", "package"))
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--levers", default="chain/today")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.command == "diagnose":
+        diagnose(args.data, args.out, seeds)
+    elif args.command == "cv":
+        cv(args.data, args.out, seeds, args.levers.split(","))
+    elif args.command == "heldout":
+        heldout(args.data, args.out, seeds, args.levers.split(","))
+    else:  # the pairs of the first seed, into --out (classifier/resources)
+        package(args.data, seeds[0], args.out)
+
+
+if __name__ == "__main__":
+    main()
