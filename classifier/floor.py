@@ -34,7 +34,7 @@ def content_rule_metrics(pairs: Sequence[LabelledPair]) -> dict[str, Any]:
 
     labels = np.array([p.similar for p in pairs])
     scores = overlap_scores(pairs, CONTENT_KEY)
-    metrics = binary_metrics(labels, scores, CONTENT_THRESHOLD)
+    metrics: dict[str, Any] = {**binary_metrics(labels, scores, CONTENT_THRESHOLD)}
     if len(set(labels.tolist())) == 2:
         metrics["intervals_95"] = bootstrap_intervals(labels, scores, CONTENT_THRESHOLD)
     return {"rule": CONTENT_RULE, **metrics}

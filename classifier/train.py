@@ -113,7 +113,8 @@ def early_stopping_callbacks(patience: int, work_dir: Path) -> list:
 def restore_best(trainer: L.Trainer, module: L.LightningModule) -> int | None:
     """Load the best epoch's weights kept by ``early_stopping_callbacks`` into ``module``; that epoch, or None when
     no early stopping ran (or no epoch was validated)."""
-    best = next((c for c in trainer.checkpoint_callbacks if c.monitor == VAL_AUC), None)
+    kept = (c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.monitor == VAL_AUC)
+    best = next(kept, None)
     if best is None or not best.best_model_path:
         return None
     state = torch.load(best.best_model_path, map_location="cpu", weights_only=True)
