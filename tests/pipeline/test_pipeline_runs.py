@@ -29,6 +29,7 @@ SMALL = [
         "labels.limit=3",
         "classifier.max_steps=3",
         "classifier.max_tokens_per_response=32",
+        "classifier.val_fraction=0.5",  # 30 validation pairs: an AUC interval the floor test below can sit above
         "training_pairs.human_pairs=60",
         f"rl.policy={TINY_LM}",
         "rl.trainable_layers=1",  # of its 2 (the preset trains the top 10 of SmolLM2's 30)
@@ -58,16 +59,41 @@ def files_and_mtimes(run: Path) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, minilm_path):
+    """The chain, first stopped by its classifier's floor (raised to what 30 validation pairs cannot show: the whole
+    AUC interval below 0.99), then rerun without it: the run resumes at the classifier and completes."""
     run = tmp_path_factory.mktemp("pipeline") / "run"
     start = time.monotonic()
+    stopped = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL, "--set=classifier.auc_floor=0.99")
+    stopped_records = json.loads((run / "stages.json").read_text())["stages"]
     result = darling("pipeline", "--preset", "cpu", "--output", run, *SMALL, timeout=CPU_CHAIN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    return run, result, time.monotonic() - start
+    return run, result, time.monotonic() - start, (stopped, stopped_records)
+
+
+@pytest.mark.slow
+def test_a_classifier_below_its_floor_stops_the_chain_before_rl_and_the_rerun_resumes(chain):
+    """Through the command line: exit 2 and one line naming the figure, the floor and the setting; nothing after the
+    classifier ran; the floor is no part of the run's identity, so the rerun without it resumed at the classifier
+    (the stages before it skipped) and ran the chain to its end."""
+    run, result, _, (stopped, records) = chain
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr
+    line = stopped.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: classifier: ") and len(stopped.stderr.strip().splitlines()) == 1
+    for fragment in ("did not learn its task: validation AUC", "auc_floor = 0.99", "--set classifier.auc_floor"):
+        assert fragment in line
+    assert records["classifier"]["status"] == "failed" and "rl" not in records and "rl-warmup" in records
+    assert result.stdout.count("skipped") == STAGE_NAMES.index("classifier")  # every stage before it
+    finished = json.loads((run / "stages.json").read_text())["stages"]
+    assert finished["classifier"]["attempts"] == 2 and finished["compare"]["status"] == "done"
+    floor = finished["classifier"]["summary"]["floor"]
+    assert floor["floor"] == 0.7 and floor["passed"] and floor["pairs"] >= 20
+    report = (run / "report.md").read_text()
+    assert "- **The classifier**: validation AUC" in report and "(the floor: train-classifier's default)" in report
 
 
 @pytest.mark.slow
 def test_whole_cpu_chain_at_reduced_sizes(chain):
-    run, result, _ = chain
+    run, result, _, _ = chain
     assert "note: the classifier trains on 60 of NoveltyBench's human-labelled pairs by design" in result.stdout
     for i, stage in enumerate(CPU_STAGES, 1):
         assert f"[{i}/{len(CPU_STAGES)}] {stage}: done in" in result.stdout, stage
@@ -204,7 +230,7 @@ def assert_comparison_recomputes_from_the_generations(run: Path, summary: dict) 
 
 @pytest.mark.slow
 def test_rerun_skips_every_stage_and_regenerates_nothing(chain):
-    run, _, first_seconds = chain
+    run, _, first_seconds, _ = chain
     before = files_and_mtimes(run)
     records = (run / "stages.json").read_bytes()
     start = time.monotonic()
@@ -224,7 +250,7 @@ def test_rerun_skips_every_stage_and_regenerates_nothing(chain):
 def test_interrupted_stage_resumes_through_its_own_commands(chain):
     """A stage left `running` (the pipeline was killed during it) runs its block again: its commands resume from what
     they stored (eval novelty's generations are reused, not redone) and the stages after it run."""
-    run, _, _ = chain
+    run, _, _, _ = chain
     book = json.loads((run / "stages.json").read_text())
     book["stages"]["eval-novelty"]["status"] = "running"  # as if killed during the stage
     del book["stages"]["compare"]
@@ -244,7 +270,7 @@ def test_interrupted_stage_resumes_through_its_own_commands(chain):
 
 @pytest.mark.slow
 def test_another_setting_into_the_finished_run_is_refused(chain):
-    run, _, _ = chain
+    run, _, _, _ = chain
     before = files_and_mtimes(run)
     changed = [*SMALL[:-1], "--set=eval_novelty.max_tokens=24"]
     assert_one_line_error(
