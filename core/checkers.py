@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from darling.core.errors import UserInputError
-from darling.core.items import ITEM_PROMPT, category_of, item_of
+from darling.core.items import ITEM_PROMPT, category_of, items_named
 
 
 @dataclass(frozen=True)
@@ -23,15 +23,28 @@ class Checker:
     about: str  # one line, for --help and reports
     prompts: str  # which prompts it reads keys for, for the error on the others
     applies: Callable[[str], bool]  # prompt -> whether its answers carry a key this rule reads
-    read_key: Callable[[str, str], str | None]  # (prompt, answer) -> the key, None when the answer names none
+    read_keys: Callable[[str, str], list[str]]  # (prompt, answer) -> every key it names, the first-named first
 
-    def key(self, prompt: str, answer: str) -> str | None:
+    def named(self, prompt: str, answer: str) -> list[str]:
+        """Every key the answer names, in order of first mention (none: an empty list)."""
         if not self.applies(prompt):
             raise UserInputError(f"the {self.name} checker reads no key on {prompt[:80]!r}: it takes {self.prompts}")
-        return self.read_key(prompt, answer)
+        return self.read_keys(prompt, answer)
+
+    def key(self, prompt: str, answer: str) -> str | None:
+        """The answer's key: the first it names (an answer naming several is read by its first, a convention), None
+        when it names none."""
+        named = self.named(prompt, answer)
+        return named[0] if named else None
 
     def keys(self, prompt: str, answers: Sequence[str]) -> list[str | None]:
         return [self.key(prompt, a) for a in answers]
+
+    def single_key(self, prompt: str, answer: str) -> str | None:
+        """The key of an answer that names exactly one, else None: the answers whose pairs carry a label a reader
+        would give (two answers each listing three lakes differ or not only by the first-mention convention)."""
+        named = self.named(prompt, answer)
+        return named[0] if len(named) == 1 else None
 
     def require(self, prompts: Sequence[str], where: str) -> None:
         """One line naming the first prompt the checker has no key for (``where``: what the prompts are)."""
@@ -42,10 +55,10 @@ class Checker:
                 )
 
 
-def _item_key(prompt: str, answer: str) -> str | None:
+def _item_keys(prompt: str, answer: str) -> list[str]:
     category = category_of(prompt)
-    assert category is not None  # Checker.key asked ``applies`` first
-    return item_of(category, answer)
+    assert category is not None  # Checker.named asked ``applies`` first
+    return items_named(category, answer)
 
 
 ITEMS = Checker(
@@ -53,7 +66,7 @@ ITEMS = Checker(
     "the member of the item prompt's category an answer names (darling.core.items)",
     f"item prompts ({ITEM_PROMPT!r}: items-train, items-heldout)",
     lambda prompt: category_of(prompt) is not None,
-    _item_key,
+    _item_keys,
 )
 CHECKERS: dict[str, Checker] = {c.name: c for c in (ITEMS,)}
 CHECKER_NAMES = tuple(CHECKERS)

@@ -68,16 +68,24 @@ def _pattern(name: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flags)
 
 
-def item_of(category: Category, answer: str) -> str | None:
-    """The member the answer names first (its canonical name), None when it names none. "Mars is smaller than
-    Earth" is about Mars: the earliest mention wins, a longer name at the same place before a shorter one."""
-    found = []
+def items_named(category: Category, answer: str) -> list[str]:
+    """Every member the answer names (canonical names), in the order of their first mention; at one place a longer
+    name before a shorter one ("Lake Superior" before "Superior")."""
+    first: dict[str, tuple[int, int]] = {}
     for member in category.members:
         for name in member:
             m = _pattern(name).search(answer)
             if m:
-                found.append((m.start(), -len(name), member[0]))
-    return min(found)[2] if found else None
+                at = (m.start(), -len(name))
+                first[member[0]] = min(first.get(member[0], at), at)
+    return sorted(first, key=first.__getitem__)
+
+
+def item_of(category: Category, answer: str) -> str | None:
+    """The member the answer names first (its canonical name), None when it names none. "Mars is smaller than
+    Earth" is about Mars: the earliest mention wins, a longer name at the same place before a shorter one."""
+    named = items_named(category, answer)
+    return named[0] if named else None
 
 
 def sentence_count(text: str) -> int:

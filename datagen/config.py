@@ -255,6 +255,11 @@ class PairConfig(CommandConfig):
         help=f"Pair by a rule's keys instead of math answers ({', '.join(CHECKER_NAMES)}): two answers with a key, "
         "the same key or not, both labels equally many; answers without a key are never paired.",
     )
+    one_key_only: bool = option(
+        False,
+        help="With --checker: pair only answers that name exactly one key. An answer naming several (a list of three "
+        "lakes) is read by its first, a convention: its pairs carry no label a reader would give.",
+    )
     seed: int = option(0, help="Seed of the per-problem sampling.")
     workers: int = option(0, help="Processes comparing answers (math-verify is CPU-bound); 0 = one per core, up to 8.")
 
@@ -266,6 +271,8 @@ class PairConfig(CommandConfig):
     def check(self) -> None:
         if self.max_pairs_per_problem is not None and self.max_pairs_per_problem < 0:
             raise UserInputError("--max-pairs-per-problem must be >= 1 (or 0 for all)")
+        if self.one_key_only and self.checker is None:
+            raise UserInputError("--one-key-only reads keys: it needs --checker")
         if self.checker is not None:
             get_checker(self.checker)
             if self.correct_only:

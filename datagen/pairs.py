@@ -51,6 +51,7 @@ class PairSummary:
     checker: str | None = None  # --checker: pairs by its keys, and what it saw
     by_label: dict[str, int] = field(default_factory=dict)  # "1" same key, "0" different keys (after balancing)
     without_key: int = 0  # usable answers the checker read no key on (never paired)
+    several_keys: int = 0  # of those, with --one-key-only: answers naming several keys (never paired)
     dropped_to_balance: int = 0  # pairs of the larger label left out so both labels are equally many
 
 
@@ -166,7 +167,8 @@ def balanced(by_label: dict[int, list[dict]], seed: int) -> tuple[list[dict], in
 
 
 def build_key_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
-    """``--checker``: every prompt's answers paired by the checker's keys, both labels balanced."""
+    """``--checker``: every prompt's answers paired by the checker's keys (``one_key_only``: of the answers naming
+    exactly one), both labels balanced."""
     checker = get_checker(str(config.checker))
     rows = read_rollouts(config.rollouts)
     frame = rows.filter((pl.col("status") == "ok") & pl.col("response").is_not_null())
@@ -177,12 +179,15 @@ def build_key_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
     checker.require(prompts, f"{config.rollouts}")
     groups = [drop_duplicate_texts(g.to_dicts()) for g in frame.partition_by("problem_id", maintain_order=True)]
     by_label: dict[int, list[dict]] = {0: [], 1: []}
-    without_key = 0
+    without_key = several = 0
+    read = checker.single_key if config.one_key_only else checker.key
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("pairs", total=len(groups))
         for group, _ in groups:
-            keys = [checker.key(r["problem"], r["response"]) for r in group]
+            keys = [read(r["problem"], r["response"]) for r in group]
             without_key += keys.count(None)
+            if config.one_key_only:
+                several += sum(1 for r in group if len(checker.named(r["problem"], r["response"])) > 1)
             for label, pairs in key_pairs(group, keys, config).items():
                 by_label[label] += pairs
             bar.advance(task)
@@ -200,6 +205,7 @@ def build_key_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
         checker.name,
         labels,
         without_key,
+        several,
         dropped,
     )
     return write_pairs(config, out, summary)

@@ -75,8 +75,20 @@ def ratio(per_prompt: list[tuple[int, int]], rng: np.random.Generator) -> dict[s
     }
 
 
-def partition_row(classes: list[list[int]], keys: list[list[str | None]], rng: np.random.Generator) -> dict[str, Any]:
-    """One partition's figures against the checker's keys, over every prompt."""
+def partition_row(
+    classes: list[list[int]], keys: list[list[str | None]], single: list[list[str | None]], rng: np.random.Generator
+) -> dict[str, Any]:
+    """One partition's figures against the checker's keys, over every prompt: over every pair of keyed answers, and
+    over the pairs of answers that name one key each (``single``), whose labels carry no first-mention convention."""
+    return {
+        "classes_per_prompt": float(np.mean([len(set(c)) for c in classes])),
+        **key_figures(classes, keys, rng),
+        "one_key": key_figures(classes, single, rng),
+    }
+
+
+def key_figures(classes: list[list[int]], keys: list[list[str | None]], rng: np.random.Generator) -> dict[str, Any]:
+    """Splits of same-key pairs and joins of different-key pairs (pairs with a None key on either side: neither)."""
     splits, joins = [], []
     for cs, ks in zip(classes, keys, strict=True):
         joined = same_class(cs)
@@ -86,11 +98,7 @@ def partition_row(classes: list[list[int]], keys: list[list[str | None]], rng: n
         different_key = keyed & ~same_key
         splits.append((int((same_key & ~joined).sum()), int(same_key.sum())))
         joins.append((int((different_key & joined).sum()), int(different_key.sum())))
-    return {
-        "classes_per_prompt": float(np.mean([len(set(c)) for c in classes])),
-        "splits_same_key": ratio(splits, rng),
-        "joins_different_keys": ratio(joins, rng),
-    }
+    return {"splits_same_key": ratio(splits, rng), "joins_different_keys": ratio(joins, rng)}
 
 
 def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer], checker_name: str, seed: int):
@@ -100,15 +108,18 @@ def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer],
     checker.require(prompts, "the answers")
     groups = [answers for _, answers in data]
     keys = [checker.keys(p, answers) for p, answers in data]
+    single = [[checker.single_key(p, a) for a in answers] for p, answers in data]
     rng = np.random.default_rng(seed)
     partitions = {CEILING: partition_texts(groups, KeyPartition(checker), prompts=prompts)[0]}
     partitions |= {name: partition_texts(groups, scorer, prompts=prompts)[0] for name, scorer in scorers.items()}
     keyed = [k is not None for ks in keys for k in ks]
+    one_key = [k is not None for ks in single for k in ks]
     return {
         "prompts": len(groups),
         "answers": len(keyed),
         "keyed_share": float(np.mean(keyed)) if keyed else None,
-        "partitions": {name: partition_row(classes, keys, rng) for name, classes in partitions.items()},
+        "one_key_share": float(np.mean(one_key)) if one_key else None,
+        "partitions": {name: partition_row(classes, keys, single, rng) for name, classes in partitions.items()},
     }
 
 

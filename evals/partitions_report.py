@@ -20,13 +20,16 @@ def cell(figure: dict[str, Any]) -> str:
 
 def table_lines(table: dict[str, Any]) -> list[str]:
     lines = [
-        "| partition | classes per prompt | splits same-key pairs | joins different-key pairs |",
-        "| --- | ---: | ---: | ---: |",
+        "| partition | classes per prompt | splits same-key pairs | joins different-key pairs | one-key answers: "
+        "splits | one-key answers: joins |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, row in table["partitions"].items():
+        one = row.get("one_key") or {}  # absent in a partitions.json written before it
+        one_cells = [cell(one[k]) if k in one else MISSING for k in ("splits_same_key", "joins_different_keys")]
         lines.append(
             f"| {name} | {row['classes_per_prompt']:.2f} | {cell(row['splits_same_key'])} | "
-            f"{cell(row['joins_different_keys'])} |"
+            f"{cell(row['joins_different_keys'])} | {' | '.join(one_cells)} |"
         )
     return lines
 
@@ -37,13 +40,17 @@ def render(result: dict[str, Any]) -> str:
         "",
         "Each partition is the one DARLING's reward would make of these answers (classifiers: union-find at their "
         "threshold). Splits: of the answer pairs with the same key, the share put in different classes; joins: of "
-        "the pairs with two different keys, the share put in one class. Bootstrap 95% intervals over prompts.",
+        "the pairs with two different keys, the share put in one class. An answer naming several keys is read by its "
+        "first, a convention; the one-key columns count only the pairs of answers that name one key each. Bootstrap "
+        "95% intervals over prompts.",
         "",
     ]
     for name, table in result["sets"].items():
         keyed = MISSING if table["keyed_share"] is None else f"{table['keyed_share']:.3f}"
+        one = MISSING if table.get("one_key_share") is None else f"{table['one_key_share']:.3f}"
         lines += [
-            f"**{name}** ({table['prompts']} prompts, {table['answers']} answers; share with a key: {keyed})",
+            f"**{name}** ({table['prompts']} prompts, {table['answers']} answers; share with a key: {keyed}, "
+            f"naming one key: {one})",
             "",
             *table_lines(table),
             "",

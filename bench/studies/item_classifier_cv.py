@@ -276,6 +276,54 @@ def diagnose(data: Path, out: Path, seeds: list[int]) -> None:
         print(seed, json.dumps({k: v for k, v in result.items() if k != "pairs_per_prompt"}))
 
 
+def diagnose_chain(data: Path, out: Path, seeds: list[int]) -> None:
+    """The item chain's own classifier per seed (``item_chain_classifier.sh``: the chain's commands as at 9815d51): its
+    answers, pairs, validation split (categories, labels, pairs with an answer naming several members) and, on that
+    split, its AUC on all pairs, on the pairs of two one-member answers and on the others, beside the untrained
+    backbone's cosine and the content-word rule; its packaged item check."""
+    from darling.classifier.labelled_pairs import load_pairs
+
+    for seed in seeds:
+        chain = data / f"seed-{seed}" / "chain"
+        if not (chain / "classifier" / "darling.json").exists():
+            continue
+
+        def make(seed=seed, chain=chain) -> dict[str, Any]:
+            frame = pl.read_parquet(chain / "datagen" / "*.parquet").filter(pl.col("status") == "ok")
+            named = Counter(
+                min(members_named(p, a), 2) for p, a in zip(frame["problem"], frame["response"], strict=True)
+            )
+            pairs = load_pairs(chain / "training-pairs" / "pairs.jsonl")
+            _, val = split_pairs(pairs, 0.15, seed)
+            meta = json.loads((chain / "classifier" / "darling.json").read_text())
+            predictions = (chain / "classifier" / "training" / "validation" / "predictions.jsonl").read_text()
+            prob = {json.loads(line)["pair_id"]: json.loads(line)["prob_equivalent"] for line in predictions.splitlines() if line}
+            one = np.array([one_member(p) for p in val])
+            labels = np.array([p.similar for p in val])
+            probs = np.array([prob[p.pair_id] for p in val])
+            by_category = Counter(category_of(p.prompt).key for p in val)  # type: ignore[union-attr]
+            return {
+                "answers": {"none": named[0], "one": named[1], "several": named[2]},
+                "pairs": len(pairs),
+                "val": {
+                    "pairs": len(val),
+                    "categories": dict(by_category),
+                    "labels": dict(Counter(labels.tolist())),
+                    "one_member_pairs": int(one.sum()),
+                    "auc": auc(labels.tolist(), probs),
+                    "auc_interval": meta["validation_metrics"]["intervals_95"]["roc_auc"],
+                    "auc_one_member": auc(labels[one].tolist(), probs[one]),
+                    "auc_several": auc(labels[~one].tolist(), probs[~one]),
+                    "content_rule": content_row(val)["auc"],
+                    "zero_shot": zero_shot_row(val)["auc"],
+                },
+                "check_item_pairs_heldout": meta["checks"]["item-pairs-heldout"]["classifier"]["roc_auc"],
+            }
+
+        row = cached(out / "diagnose-chain" / f"seed-{seed}.json", make)
+        print(seed, json.dumps(row))
+
+
 def cv(data: Path, out: Path, seeds: list[int], levers: list[str]) -> None:
     for seed, folder in seed_dirs(data, seeds).items():
         scored = all_keyed_pairs(read_answers(folder, "warm-T07", 16))
@@ -391,7 +439,7 @@ def package(data: Path, seed: int, target: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("diagnose", "cv", "heldout", "package"))
+    parser.add_argument("command", choices=("diagnose", "diagnose-chain", "cv", "heldout", "package"))
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", default="0,1,2,3,4")
@@ -400,6 +448,8 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.command == "diagnose":
         diagnose(args.data, args.out, seeds)
+    elif args.command == "diagnose-chain":
+        diagnose_chain(args.data, args.out, seeds)
     elif args.command == "cv":
         cv(args.data, args.out, seeds, args.levers.split(","))
     elif args.command == "heldout":

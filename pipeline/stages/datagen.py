@@ -219,14 +219,15 @@ def pairs_section(s: dict[str, Any]) -> list[str]:
 
 
 def key_pairs_section(s: dict[str, Any]) -> list[str]:
-    labels = s["by_label"]
+    labels, several = s["by_label"], s.get("several_keys")
+    one_key = f", {several} of them naming several keys (one_key_only)" if several else ""
     return [
         f"Pairs by the {s['checker']} checker's keys: two answers to one prompt that both carry a key, identical "
         f"texts dropped, at most {s['max_pairs_per_problem']} of each label per prompt, then both labels equally many.",
         "",
         f"- pairs: **{s['pairs']}** from {s['problems_with_pairs']} prompts: {labels.get('1', 0)} with the same key, "
         f"{labels.get('0', 0)} with different keys ({s['dropped_to_balance']} left out to balance them)",
-        f"- answers: {s['responses_used']} used, {s['without_key']} without a key (never paired), "
+        f"- answers: {s['responses_used']} used, {s['without_key']} without a key (never paired{one_key}), "
         f"{s['duplicates_dropped']} duplicates dropped",
         "",
     ]

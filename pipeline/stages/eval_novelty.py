@@ -184,7 +184,16 @@ def partitions_lead(s: dict[str, Any]) -> list[str]:
 
     def reads(name: str) -> str:
         row = rows[name]
-        return f"splits {cell(row['splits_same_key'])} of same-key pairs, joins {cell(row['joins_different_keys'])}"
+        one = row.get("one_key")
+        of_one = (
+            f" (of one-key answers: splits {cell(one['splits_same_key'])}, joins {cell(one['joins_different_keys'])})"
+            if one
+            else ""
+        )
+        return (
+            f"splits {cell(row['splits_same_key'])} of same-key pairs, joins {cell(row['joins_different_keys'])}"
+            + of_one
+        )
 
     others = "; ".join(f"{name}: {reads(name)}" for name in rows if name != CEILING)
     return [

@@ -3,6 +3,7 @@ reads off them, both labels balanced and capped per prompt; `datagen label --che
 an LLM judge's labels are scored against the checker. Real Parquet rollouts, the real command line, no model."""
 
 import itertools
+import json
 
 import polars as pl
 import pytest
@@ -89,6 +90,29 @@ def test_pairs_by_key_are_capped_per_prompt_and_balanced_and_the_checker_labels_
     again = darling_in_process("datagen", "label", "--pairs", tmp_path / "pairs", "--checker", "items", "-o", labelled)
     assert again.returncode == 0 and "0 judged now, 8 already done" in " ".join(again.stdout.split())
     assert pl.read_parquet(labelled / "labelled.parquet").height == 8  # nothing lost, nothing duplicated
+
+
+def test_one_key_only_pairs_no_answer_that_names_several_members(tmp_path):
+    """An answer listing members ("Mars and Venus ...") is read by its first by convention: with --one-key-only it is
+    never paired, and the summary counts it; without, it is paired as Mars."""
+    listed = {PLANET: [*ANSWERS[PLANET], "Mars and Venus are both rocky.", "Venus or Mars, hard to say."]}
+    rollouts = write_rollouts(tmp_path / "rollouts", listed)
+    both = {}
+    for flag in ("--one-key-only", "--no-one-key-only"):
+        out = tmp_path / flag
+        result = darling_in_process(
+            "datagen", "pairs", "--rollouts", rollouts, "--checker", "items", "--max-pairs-per-problem", "0",
+            flag, "-o", out,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        pairs = pl.read_parquet(out / "pairs.parquet")
+        both[flag] = {t for column in ("generation_0", "generation_1") for t in pairs[column]}
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["several_keys"] == (2 if flag == "--one-key-only" else 0)
+    assert not {"Mars and Venus are both rocky.", "Venus or Mars, hard to say."} & both["--one-key-only"]
+    assert "Mars and Venus are both rocky." in both["--no-one-key-only"]
+    refused = darling_in_process("datagen", "pairs", "--rollouts", rollouts, "--one-key-only", "-o", tmp_path / "r")
+    assert_one_line_error(refused, "--one-key-only", "needs --checker")
 
 
 def test_prompts_without_a_checker_and_a_label_command_without_a_judge_are_refused(tmp_path):

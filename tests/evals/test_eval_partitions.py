@@ -43,6 +43,16 @@ def test_splits_and_joins_are_counted_against_the_checker_and_refused_off_its_pr
     assert content["joins_different_keys"]["share"] == pytest.approx(1 / 4)
     assert table["keyed_share"] == pytest.approx(6 / 7)
     assert "| 4-gram rule | 3.00 | 1.000 [1.00, 1.00] (of 2) | 0.250" in (tmp_path / "out" / "report.md").read_text()
+    # an answer naming two members is read by its first (Mars) in the all-keys figures and left out of the one-key
+    # ones: same-key pairs 1 of all, 0 of one-key; different-key pairs 2 of all, 1 of one-key
+    listed = {"planet": [("Mars is red.", 0), ("Mars and Venus are rocky.", 1), ("Venus is hot.", 2)]}
+    answers = write_scores(tmp_path / "listed", listed, prompts={"planet": PLANET})
+    assert darling_in_process("eval", "partitions", "--answers", f"l={answers}", "-o", tmp_path / "l").returncode == 0
+    table = json.loads((tmp_path / "l" / "partitions.json").read_text())["sets"]["l"]
+    row = table["partitions"]["checker (ceiling)"]
+    assert (row["splits_same_key"]["pairs"], row["joins_different_keys"]["pairs"]) == (1, 2)
+    assert (row["one_key"]["splits_same_key"]["pairs"], row["one_key"]["joins_different_keys"]["pairs"]) == (0, 1)
+    assert table["one_key_share"] == pytest.approx(2 / 3) and table["keyed_share"] == 1.0
     naming = write_scores(tmp_path / "naming", {"fruit": [("Apple.", 0)]})  # "Name fruit.": no item prompt
     bad = darling_in_process("eval", "partitions", "--answers", f"naming={naming}", "-o", tmp_path / "bad")
     assert_one_line_error(bad, "--answers naming", "has no items checker")
