@@ -5,10 +5,10 @@ Data (``item_classifier_data.sh``): per seed, the item chain's warm-up and its a
 items-train prompt at 0.7, the chain takes the first 16; ``warm-T10``; ``base-T07``: SmolLM2 untrained; ``heldout``:
 the warm-up on the 30 held-out categories, 8 per prompt at 0.7).
 
-- ``diagnose``: per seed, the chain's own pairs (16 answers, 12 of each label per prompt, balanced, as
-  ``datagen pairs --checker items`` makes them), their label balance, the chain's validation split and its grouping,
-  how many answers name no member or several, and on that split the untrained backbone's cosine, the content-word
-  rule and today's recipe (AUC).
+- ``diagnose-chain``: per seed, the item chain's own classifier as the chain made it (``item_chain_classifier.sh``):
+  its answers (how many name no member, one, several), its pairs, its validation split (categories, labels, pairs
+  with an answer naming several members) and on that split its AUC (all pairs, one-member pairs, the others) beside
+  the untrained backbone's cosine and the content-word rule; its score on the packaged item check.
 - ``cv``: grouped K-fold over the 18 *training* categories (3 folds of 6 categories, the same per seed): each lever
   (a data lever x a recipe lever) trains on two folds' pairs (its own validation split inside them, grouped by
   prompt, chooses the threshold and, with early stopping, the epoch) and is scored on every keyed answer pair of the
@@ -22,7 +22,7 @@ the warm-up on the 30 held-out categories, 8 per prompt at 0.7).
 
 Every result is one JSON file under ``--out`` (rerun: finished ones are read back).
 
-    .venv/bin/python bench/studies/item_classifier_cv.py diagnose --data /work/runs/items67 --out /work/runs/cv67
+    .venv/bin/python bench/studies/item_classifier_cv.py diagnose-chain --data /work/runs/items67 --out /work/runs/cv67
     .venv/bin/python bench/studies/item_classifier_cv.py cv --data /work/runs/items67 --out /work/runs/cv67 \\
         --seeds 0,1,2 --levers chain/today,chain/cross
     .venv/bin/python bench/studies/item_classifier_cv.py heldout --data /work/runs/items67 --out /work/runs/cv67 \\
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -71,6 +72,7 @@ RECIPES: dict[str, tuple[str, dict[str, Any]]] = {
         "cpu",
         {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 2, "early_stopping_patience": 3},
     ),
+    "bi-10ep-f2-v30": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 2, "val_fraction": 0.3}),
     "bi-10ep-f0": ("cpu", {"max_tokens_per_response": 64, "epochs": 10, "freeze_layers": 0}),
     "bi-5ep-f2": ("cpu", {"max_tokens_per_response": 64, "epochs": 5, "freeze_layers": 2}),
     "cross": ("cpu-cross", {"max_tokens_per_response": 64}),  # 2 passes, both orders, class weights
@@ -190,7 +192,8 @@ def train(recipe: str, pairs: list[LabelledPair], output: Path, seed: int) -> tu
     from darling.classifier.train import train_classifier
 
     preset, overrides = RECIPES[recipe]
-    config = build_config(preset, overrides={**overrides, "seed": seed, "threads": 2, "checks": ["none"]})
+    threads = int(os.environ.get("STUDY_THREADS", "2"))  # 1 when two studies share 2 cores (OpenMP threads spin)
+    config = build_config(preset, overrides={**overrides, "seed": seed, "threads": threads, "checks": ["none"]})
     config = replace(config, report_to=["none"])
     shutil.rmtree(output, ignore_errors=True)
     start = time.perf_counter()
@@ -236,44 +239,6 @@ def zero_shot_row(pairs: list[LabelledPair]) -> dict[str, Any]:
 # -- the commands -------------------------------------------------------------------------------------------------
 def seed_dirs(data: Path, seeds: list[int]) -> dict[int, Path]:
     return {s: data / f"seed-{s}" for s in seeds if (data / f"seed-{s}" / "answers" / "heldout").exists()}
-
-
-def diagnose(data: Path, out: Path, seeds: list[int]) -> None:
-    for seed, folder in seed_dirs(data, seeds).items():
-
-        def make(seed=seed, folder=folder) -> dict[str, Any]:
-            rows = read_answers(folder, "warm-T07", 16)
-            named: Counter[str] = Counter()
-            for row in rows:
-                category = category_of(row["problem"])
-                assert category is not None
-                hits = members_named(row["problem"], row["response"])
-                named["none" if hits == 0 else "one" if hits == 1 else "several"] += 1
-            pairs = training_pairs(folder, "chain", seed)
-            config = build_config(TODAY[0], overrides={**TODAY[1], "seed": seed})
-            train_part, val_part = split_pairs(PairSet(pairs, "chain", "-"), config.val_fraction, seed)
-            scorer, trained = train(
-                "today", pairs, out / "diagnose" / f"seed-{seed}-model", seed
-            )  # the chain's own split inside
-            return {
-                "answers": len(rows),
-                "members_named": dict(named),
-                "pairs": len(pairs),
-                "labels": dict(Counter(p.similar for p in pairs)),
-                "pairs_per_prompt": dict(Counter(category_of(p.prompt).key for p in pairs)),  # type: ignore[union-attr]
-                "val_pairs": len(val_part),
-                "val_prompts": sorted({category_of(p.prompt).key for p in val_part}),  # type: ignore[union-attr]
-                "val_labels": dict(Counter(p.similar for p in val_part)),
-                "train_prompts": len({p.prompt for p in train_part}),
-                "val": {
-                    "zero_shot": zero_shot_row(val_part),
-                    "content_rule": content_row(val_part),
-                    "today": {**scorer_row(scorer, val_part), **trained},
-                },
-            }
-
-        result = cached(out / "diagnose" / f"seed-{seed}.json", make)
-        print(seed, json.dumps({k: v for k, v in result.items() if k != "pairs_per_prompt"}))
 
 
 def diagnose_chain(data: Path, out: Path, seeds: list[int]) -> None:
@@ -437,19 +402,50 @@ def package(data: Path, seed: int, target: Path) -> None:
         print(name, len(rows), Counter(r["similar"] for r in rows), len({r["category"] for r in rows}), "categories")
 
 
+def cv_table(out: Path) -> None:
+    """Every lever's grouped-CV figures as a markdown table: means over every seed's folds, each seed's mean beside
+    (AUC on all keyed pairs and on one-member pairs; splits and joins at the threshold its validation split chose)."""
+    rows = []
+    for folder in sorted((out / "cv").iterdir()):
+        results = {f.stem: json.loads(f.read_text()) for f in sorted(folder.glob("seed-*-fold-*.json"))}
+        if not results or any("one_member" not in r for r in results.values()):
+            continue
+        seeds = sorted({name.split("-")[1] for name in results})
+
+        def mean(get, only=None):
+            values = [get(r) for name, r in results.items() if only is None or name.split("-")[1] == only]
+            values = [v for v in values if v is not None]
+            return float(np.mean(values)) if values else float("nan")
+
+        per_seed = " / ".join(f"{mean(lambda r: r['one_member']['model']['auc'], seed):.3f}" for seed in seeds)
+        rows.append(
+            f"| `{folder.name.replace('+', '/')}` | {len(results)} | {mean(lambda r: r['model']['val_auc']):.3f} | "
+            f"{mean(lambda r: r['model']['auc']):.3f} | {mean(lambda r: r['one_member']['model']['auc']):.3f} "
+            f"({per_seed}) | {mean(lambda r: r['one_member']['model']['splits']):.3f} | "
+            f"{mean(lambda r: r['one_member']['model']['joins']):.3f} | "
+            f"{mean(lambda r: r['one_member']['content_rule']['auc']):.3f} | {mean(lambda r: r['model']['seconds']):.0f} |"
+        )
+    print(
+        "| lever (data/recipe) | folds | validation AUC | AUC, all keyed pairs | AUC, one-member pairs (per seed) | "
+        "splits | joins | content-word rule AUC | s per fold |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("diagnose", "diagnose-chain", "cv", "heldout", "package"))
+    parser.add_argument("command", choices=("diagnose-chain", "cv", "cv-table", "heldout", "package"))
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--levers", default="chain/today")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    if args.command == "diagnose":
-        diagnose(args.data, args.out, seeds)
-    elif args.command == "diagnose-chain":
+    if args.command == "diagnose-chain":
         diagnose_chain(args.data, args.out, seeds)
+    elif args.command == "cv-table":
+        cv_table(args.out)
     elif args.command == "cv":
         cv(args.data, args.out, seeds, args.levers.split(","))
     elif args.command == "heldout":

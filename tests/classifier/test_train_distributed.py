@@ -64,6 +64,8 @@ def test_bi_encoder_under_torchrun_with_a_global_batch(tmp_path, tiny_bert_dir):
         "accumulate_grad_batches": 2,
         "examples_per_optimiser_step": 16,
         "optimiser_steps": 3,
+        "epochs_run": 2,  # 36 training pairs: 18 a rank, 5 micro-batches, 2.5 optimiser steps an epoch
+        "best_epoch": None,  # no early stopping: the last weights are the exported ones
     }
     assert meta["validation_metrics"]["n"] == 12  # every validation pair once, though each rank scored a share
 
