@@ -188,9 +188,11 @@ def scorer_row(scorer, pairs: list[LabelledPair]) -> dict[str, Any]:
 
 
 def train(recipe: str, pairs: list[LabelledPair], output: Path, seed: int) -> tuple[Any, dict[str, Any]]:
-    """The recipe trained on ``pairs`` as ``train-classifier`` trains (its validation split inside them)."""
+    """The recipe trained on ``pairs`` as ``train-classifier`` trains (its validation split inside them). A recipe
+    ``NAME@T`` is NAME deciding at the fixed threshold T (the validation split then chooses nothing but the floor)."""
     from darling.classifier.train import train_classifier
 
+    recipe, _, fixed = recipe.partition("@")
     preset, overrides = RECIPES[recipe]
     threads = int(os.environ.get("STUDY_THREADS", "2"))  # 1 when two studies share 2 cores (OpenMP threads spin)
     config = build_config(preset, overrides={**overrides, "seed": seed, "threads": threads, "checks": ["none"]})
@@ -200,6 +202,8 @@ def train(recipe: str, pairs: list[LabelledPair], output: Path, seed: int) -> tu
     result = train_classifier(config, PairSet(pairs, "study", "-"), output, progress=False)
     seconds = time.perf_counter() - start
     scorer = load_scorer(output)
+    if fixed:
+        scorer = scorer.with_threshold(float(fixed))
     shutil.rmtree(output / "training" / "checkpoints", ignore_errors=True)
     shutil.rmtree(output / "model.safetensors", ignore_errors=True)
     val = result.metrics
@@ -209,7 +213,7 @@ def train(recipe: str, pairs: list[LabelledPair], output: Path, seed: int) -> tu
         "n_train": result.n_train,
         "n_val": result.n_val,
         "val_auc": val.get("roc_auc"),
-        "threshold": result.threshold,
+        "threshold": scorer.threshold,
         "best_epoch": (result_schedule(output) or {}).get("best_epoch"),
     }
 
@@ -418,24 +422,63 @@ def cv_table(out: Path) -> None:
             return float(np.mean(values)) if values else float("nan")
 
         per_seed = " / ".join(f"{mean(lambda r: r['one_member']['model']['auc'], seed):.3f}" for seed in seeds)
+        one = "one_member"
         rows.append(
             f"| `{folder.name.replace('+', '/')}` | {len(results)} | {mean(lambda r: r['model']['val_auc']):.3f} | "
-            f"{mean(lambda r: r['model']['auc']):.3f} | {mean(lambda r: r['one_member']['model']['auc']):.3f} "
-            f"({per_seed}) | {mean(lambda r: r['one_member']['model']['splits']):.3f} | "
-            f"{mean(lambda r: r['one_member']['model']['joins']):.3f} | "
-            f"{mean(lambda r: r['one_member']['content_rule']['auc']):.3f} | {mean(lambda r: r['model']['seconds']):.0f} |"
+            f"{mean(lambda r: r['model']['auc']):.3f} | {mean(lambda r: r['content_rule']['auc']):.3f} | "
+            f"{mean(lambda r: r['model']['splits']):.3f} | {mean(lambda r: r['model']['joins']):.3f} | "
+            f"{mean(lambda r: r[one]['model']['auc']):.3f} ({per_seed}) | {mean(lambda r: r[one]['content_rule']['auc']):.3f} | "
+            f"{mean(lambda r: r[one]['model']['splits']):.3f} | {mean(lambda r: r[one]['model']['joins']):.3f} | "
+            f"{mean(lambda r: r['model']['seconds']):.0f} |"
         )
     print(
-        "| lever (data/recipe) | folds | validation AUC | AUC, all keyed pairs | AUC, one-member pairs (per seed) | "
-        "splits | joins | content-word rule AUC | s per fold |"
+        "| lever (data/recipe) | folds | validation AUC | AUC, all keyed pairs | content-word rule | split | joined | "
+        "AUC, one-member pairs (per seed) | content-word rule | split | joined | s per fold |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
+
+
+def heldout_table(out: Path, seeds: list[int], levers: list[str]) -> None:
+    """The ``heldout`` results as one markdown table: per seed, each lever and each rule (AUC on every keyed pair and
+    on those of two one-member answers; its partition's splits and joins over every keyed pair)."""
+
+    def share(part: dict[str, Any], key: str) -> str:
+        return f"{part[key]['share']:.3f}"
+
+    print(
+        "| seed | scored by | validation AUC | held-out AUC, all keyed pairs | one-member pairs | partition: splits | "
+        "joins |"
+    )
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for seed in seeds:
+        rules = json.loads((out / "heldout" / f"rules-seed-{seed}.json").read_text())
+        for lever in levers:
+            path = out / "heldout" / lever.replace("/", "+") / f"seed-{seed}.json"
+            if not path.exists():
+                continue
+            r = json.loads(path.read_text())
+            print(
+                f"| {seed} | `{lever}` | {r['trained']['val_auc']:.3f} | {r['all']['auc']:.3f} | "
+                f"{r['one_member']['auc']:.3f} | {share(r['partition'], 'splits_same_key')} | "
+                f"{share(r['partition'], 'joins_different_keys')} |"
+            )
+        content = rules["content_rule"]
+        for name, part in rules["partitions"]["partitions"].items():
+            aucs = (
+                f"{content['all']['auc']:.3f} | {content['one_member']['auc']:.3f}"
+                if name == "content-word rule"
+                else "— | —"
+            )
+            print(
+                f"| {seed} | {name} | — | {aucs} | {share(part, 'splits_same_key')} | "
+                f"{share(part, 'joins_different_keys')} |"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("diagnose-chain", "cv", "cv-table", "heldout", "package"))
+    parser.add_argument("command", choices=("diagnose-chain", "cv", "cv-table", "heldout", "heldout-table", "package"))
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", default="0,1,2,3,4")
@@ -450,6 +493,8 @@ def main() -> None:
         cv(args.data, args.out, seeds, args.levers.split(","))
     elif args.command == "heldout":
         heldout(args.data, args.out, seeds, args.levers.split(","))
+    elif args.command == "heldout-table":
+        heldout_table(args.out, seeds, args.levers.split(","))
     else:  # the pairs of the first seed, into --out (classifier/resources)
         package(args.data, seeds[0], args.out)
 
