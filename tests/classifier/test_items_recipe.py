@@ -14,7 +14,15 @@ from darling.core.lexical import CONTENT_KEY
 def test_the_items_recipe_beats_the_content_word_rule_on_held_out_categories(tmp_path, minilm_path):
     out = tmp_path / "items"
     result = darling(
-        "train-classifier", "--preset", "items", "--data", "item-pairs", "--output", out, "--checks", "item-pairs-heldout"
+        "train-classifier",
+        "--preset",
+        "items",
+        "--data",
+        "item-pairs",
+        "--output",
+        out,
+        "--checks",
+        "item-pairs-heldout",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     meta = json.loads((out / "darling.json").read_text())
