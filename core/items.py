@@ -10,6 +10,10 @@ category's members are listed with their aliases, so both the extraction and the
 
 The prompts ship as the packaged sets ``items-train`` and ``items-heldout`` (datagen/resources/prompts), split once
 by category; ``ITEM_PROMPT`` is their one template, so a prompt's category is read back from its text.
+
+The *phrase* form (``items-phrase-train``, ``items-phrase-heldout``: the same categories, the same split) asks for
+the member in a short phrase ("Mars, the red planet"): 2 to 8 words, few enough for RL to move at CPU budget, enough
+for the wording around the member to vary (``item_phrase_quality``).
 """
 
 from __future__ import annotations
@@ -22,12 +26,17 @@ from functools import cache
 from darling.core.item_categories import FIRST_CATEGORIES, HELDOUT_CATEGORIES
 
 ITEM_PROMPT = "Name {phrase}. Answer with one full sentence."
+ITEM_PHRASE_PROMPT = "Name {phrase}. Answer with a short phrase of a few words."
+ITEM_FORMS = {"sentence": ITEM_PROMPT, "phrase": ITEM_PHRASE_PROMPT}  # form -> template; a set's name says its form
 
 # key -> (the phrase the prompt names it by, its members; a member is "Name" or ("Name", "alias", ...)). Names match
 # in any case ("the earth"), except those that are also common words in lower case: "may", "march", "cancer".
 CATEGORIES = {**FIRST_CATEGORIES, **HELDOUT_CATEGORIES}
 # A sentence or two, as the prompt asks: fewer words is a bare name, more is an essay.
 MIN_WORDS, MAX_WORDS, MAX_SENTENCES = 5, 40, 2
+# A phrase: a bare name leaves no wording to vary (an n-gram rule would then be the checker), a sentence is the
+# other form.
+PHRASE_MIN_WORDS, PHRASE_MAX_WORDS = 2, 8
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,9 @@ class Category:
     def prompt(self) -> str:
         return ITEM_PROMPT.format(phrase=self.phrase)
 
+    def prompt_in(self, form: str) -> str:
+        return ITEM_FORMS[form].format(phrase=self.phrase)
+
 
 @cache
 def categories() -> dict[str, Category]:
@@ -51,11 +63,11 @@ def categories() -> dict[str, Category]:
 
 @cache
 def _category_by_prompt() -> dict[str, Category]:
-    return {c.prompt: c for c in categories().values()}
+    return {c.prompt_in(form): c for c in categories().values() for form in ITEM_FORMS}
 
 
 def category_of(prompt: str) -> Category | None:
-    """The category an item prompt names (its text is ``ITEM_PROMPT``'s), None for any other prompt."""
+    """The category an item prompt names (its text is one of ``ITEM_FORMS``'), None for any other prompt."""
     return _category_by_prompt().get(prompt.strip())
 
 
@@ -108,6 +120,23 @@ def item_sentence_qualities(prompts: Sequence[str], answers: Sequence[str]) -> l
     return [item_sentence_quality(p, a) for p, a in zip(prompts, answers, strict=True)]
 
 
+def item_phrase_quality(prompt: str, answer: str) -> float:
+    """1 for an answer of ``PHRASE_MIN_WORDS`` to ``PHRASE_MAX_WORDS`` words on one line, at most one sentence,
+    that names a member of the prompt's category, else 0."""
+    category = category_of(prompt)
+    if category is None:
+        raise ValueError(f"not an item prompt (expected {ITEM_PHRASE_PROMPT!r}): {prompt[:80]!r}")
+    text = answer.strip()
+    words = len(text.split())
+    if not PHRASE_MIN_WORDS <= words <= PHRASE_MAX_WORDS or "\n" in text or sentence_count(text) > 1:
+        return 0.0
+    return 1.0 if item_of(category, text) else 0.0
+
+
+def item_phrase_qualities(prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
+    return [item_phrase_quality(p, a) for p, a in zip(prompts, answers, strict=True)]
+
+
 def distinct_items(prompt: str, answers: Sequence[str]) -> int:
     """Distinct category members the answers name: a count of different answers that no classifier decides.
     Answers naming no member add nothing (they are not a new item)."""
@@ -118,9 +147,10 @@ def distinct_items(prompt: str, answers: Sequence[str]) -> int:
 
 
 def item_prompt_sets(heldout: int = 8, seed: int = 13) -> dict[str, list[dict]]:
-    """The packaged ``items-train`` / ``items-heldout`` records (the shipped files are this function's output; a test
-    keeps them so): issue 49's categories split once by a seeded shuffle (``heldout`` of them held out), and every
-    category added since held out, so no category is in both and the training prompts never change."""
+    """The packaged ``items-train`` / ``items-heldout`` records and their phrase forms ``items-phrase-train`` /
+    ``items-phrase-heldout`` (the shipped files are this function's output; a test keeps them so): issue 49's
+    categories split once by a seeded shuffle (``heldout`` of them held out), and every category added since held
+    out, so no category is in both and the training prompts never change."""
     import random
 
     keys = sorted(FIRST_CATEGORIES)
@@ -130,7 +160,11 @@ def item_prompt_sets(heldout: int = 8, seed: int = 13) -> dict[str, list[dict]]:
         "items-heldout": [*sorted(keys[:heldout]), *sorted(HELDOUT_CATEGORIES)],
         "items-train": sorted(keys[heldout:]),
     }
-    return {
-        name: [{"id": f"{name}-{key}", "category": key, "prompt": categories()[key].prompt} for key in chosen]
-        for name, chosen in split.items()
-    }
+    sets = {}
+    for form in ITEM_FORMS:
+        for part, chosen in split.items():
+            name = part if form == "sentence" else part.replace("items-", f"items-{form}-")
+            sets[name] = [
+                {"id": f"{name}-{key}", "category": key, "prompt": categories()[key].prompt_in(form)} for key in chosen
+            ]
+    return sets

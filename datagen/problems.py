@@ -30,7 +30,14 @@ ALIASES = {"minerva": "minerva_math"}
 # Open-ended prompts shipped with the package (resources/prompts, MIT): no reference answers; the naming
 # prompts of the DARLING-vs-GRPO comparison, split once into training and held-out categories.
 PACKAGED_PROMPTS = Path(__file__).parent / "resources" / "prompts"
-PACKAGED_PROMPT_SETS = ("naming-train", "naming-heldout", "items-train", "items-heldout")
+PACKAGED_PROMPT_SETS = (
+    "naming-train",
+    "naming-heldout",
+    "items-train",
+    "items-heldout",
+    "items-phrase-train",
+    "items-phrase-heldout",
+)
 BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
 
 
@@ -156,7 +163,8 @@ def load_problems(
     problems), ``arithmetic`` (200 generated problems) or a packaged test set: ``aime24`` (30), ``aime25``
     (30), ``amc23`` (40), ``hmmt`` (30, February 2025), ``minerva_math`` (272, alias ``minerva``),
     ``olympiadbench`` (675), ``gsm8k`` (1,319); or the open-ended prompts ``naming-train`` (48),
-    ``naming-heldout`` (24), ``items-train`` (18) and ``items-heldout`` (8), which have no reference answers.
+    ``naming-heldout`` (24), ``items-train`` (18), ``items-heldout`` (30) and their phrase forms
+    ``items-phrase-train`` / ``items-phrase-heldout``, which have no reference answers.
 
     Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
     first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each

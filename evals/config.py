@@ -308,8 +308,8 @@ class CompareConfig(CommandConfig):
     )
     quality: str = option(
         EVAL_QUALITY,
-        help="Quality per response: eval (what eval novelty scored), short-answer, relevant-short-answer or "
-        "item-sentence (recomputed from the texts, as darling.core.quality defines them).",
+        help="Quality per response: eval (what eval novelty scored), short-answer, relevant-short-answer, "
+        "item-sentence or item-phrase (recomputed from the texts, as darling.core.quality defines them).",
     )
     max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
     strict_length: bool = option(

@@ -110,7 +110,8 @@ class RLTrainConfig(CommandConfig):
         help="Quality: math (math-verify correctness against the answer); for open-ended prompts such as "
         "naming-train, short-answer (format: 1 up to --max-words words, max_words/words beyond) or "
         "relevant-short-answer (format x the answer's MiniLM cosine to the prompt, 0 if it echoes the prompt); "
-        "for items-train, item-sentence (1: one or two sentences naming a member of the category, by rule).",
+        "for items-train, item-sentence (1: one or two sentences naming a member of the category, by rule); for "
+        "items-phrase-train, item-phrase (1: 2 to 8 words naming a member).",
         panel=REWARD_PANEL,
     )
     max_words: int = option(4, help="short-answer: the longest answer with full quality.", panel=REWARD_PANEL)

@@ -14,6 +14,7 @@ from darling.core.items import (
     category_of,
     distinct_items,
     item_of,
+    item_phrase_quality,
     item_prompt_sets,
     item_sentence_quality,
 )
@@ -60,6 +61,33 @@ def test_distinct_items_counts_members_not_wordings():
     ]
     assert distinct_items(PLANET, answers) == 2
     assert category_of(PLANET).key == "planet" and category_of("Name a planet.") is None
+
+
+def test_the_phrase_form_asks_for_a_member_in_a_few_words_and_is_read_as_its_category():
+    """items-phrase-*: the same categories and split, another form; its quality wants 2-8 words naming a member (a
+    bare name leaves no wording to vary, a sentence is the other form)."""
+    phrase = categories()["planet"].prompt_in("phrase")
+    assert phrase == "Name a planet of the solar system. Answer with a short phrase of a few words."
+    assert category_of(phrase).key == "planet" and distinct_items(phrase, ["Mars, the red one", "red Mars"]) == 1
+    assert item_phrase_quality(phrase, "Mars, the red planet") == 1.0
+    assert item_phrase_quality(phrase, "  the ringed giant Saturn\n") == 1.0  # surrounding whitespace is no line
+    for answer in (
+        "Mars",
+        "Pluto, the small one",
+        "Mars is the fourth planet from the sun in our solar system.",
+        "Mars.\nVenus.",
+        "Mars. It is red.",
+    ):
+        assert item_phrase_quality(phrase, answer) == 0.0, answer
+    assert open_ended_quality("item-phrase")([phrase], ["Mars, the red planet"]) == [1.0]
+    with pytest.raises(ValueError, match="not an item prompt"):
+        item_phrase_quality("Name a fruit.", "an apple")
+    sets = item_prompt_sets()
+    for part in ("train", "heldout"):
+        sentence, short = sets[f"items-{part}"], sets[f"items-phrase-{part}"]
+        assert [r["category"] for r in short] == [r["category"] for r in sentence]
+        assert all(r["prompt"].endswith("a short phrase of a few words.") for r in short)
+    assert [p.problem for p in load_problems("items-phrase-train")] == [r["prompt"] for r in sets["items-phrase-train"]]
 
 
 def test_packaged_prompt_sets_are_the_categories_split_once():
