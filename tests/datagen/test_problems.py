@@ -74,6 +74,8 @@ def test_packaged_sets_by_name_alias_and_licence():
         "naming-heldout",
         "items-train",
         "items-heldout",
+        "items-phrase-train",
+        "items-phrase-heldout",
         *REAL_FILES,
     }
     assert load_problems("minerva") == load_problems("minerva_math")  # alias: the same ids either way
