@@ -47,13 +47,16 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
         ), arm
 
 
-@pytest.mark.parametrize("preset", ["cpu-items", "gpu-items"])
-def test_the_items_presets_run_the_papers_chain_on_the_item_prompts(tmp_path, preset):
+@pytest.mark.parametrize(
+    "preset, form", [("cpu-items", "items"), ("gpu-items", "items"), ("cpu-items-phrase", "items-phrase")]
+)
+def test_the_items_presets_run_the_papers_chain_on_the_item_prompts(tmp_path, preset, form):
     """The item chain (issue 61): the warm-up first; its own answers to the RL prompts, paired and labelled by the item
     checker (and by the judge, scored against it), train the classifier; DARLING, GRPO, darling-ngram and the exact
     ceiling train from the warm-up, the method alone differing; every policy evaluated on both item prompt sets, its
     answers partitioned by the classifier and the n-gram rule; no arithmetic pass@k. (Without CUDA, gpu-items writes
-    its commands and runs nothing, as gpu-compare. In process: cpu-arms's dry run above is the real process.)"""
+    its commands and runs nothing, as gpu-compare. In process: cpu-arms's dry run above is the real process.) The
+    classifier is the items recipe for its passes (issue 67); cpu-items-phrase is the same chain on the phrase form."""
     result = darling_in_process("pipeline", "--preset", preset, "--dry-run", "-o", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     script = (tmp_path / "run" / "commands.sh").read_text()
@@ -64,18 +67,21 @@ def test_the_items_presets_run_the_papers_chain_on_the_item_prompts(tmp_path, pr
     assert runs["rl-checker-ceiling"].replace(" --checker items", "") == runs["rl"]  # the method (and its checker)
     assert runs["rl-darling-ngram"] == runs["rl"] == runs["rl-grpo"]  # the method alone differs
     train = [line for line in script.splitlines() if "darling rl-train" in line]
-    assert len(train) == 5 and all("--preset items " in line and " --strict-length" not in line for line in train)
+    assert len(train) == 5 and all(f"--preset {form} " in line and " --strict-length" not in line for line in train)
+    classifier = next(line for line in script.splitlines() if "darling train-classifier" in line)
+    assert "--preset items " in classifier and "--max-steps -1 " in classifier  # its 10 passes, not 12 steps
     rollouts = next(line for line in script.splitlines() if "darling datagen rollouts" in line)
-    assert "--problems items-train" in rollouts and '--model "start=$RUN/rl-warmup/final"' in rollouts
+    assert f"--problems {form}-train" in rollouts and '--model "start=$RUN/rl-warmup/final"' in rollouts
     assert "--checker items" in next(line for line in script.splitlines() if "darling datagen pairs" in line)
     labels = [line for line in script.splitlines() if "darling datagen label" in line]
     assert len(labels) == 2 and '--output "$RUN/labels" --checker items --seed' in labels[0]
     assert "--judge-model smollm2 --checker items" in labels[1] and "answer-judge-prompt.txt" in labels[1]
     novelty = [line for line in script.splitlines() if "darling eval novelty" in line]
-    assert {re.search(r"--prompts (\S+)", line).group(1) for line in novelty} == {"items-train", "items-heldout"}
+    assert {re.search(r"--prompts (\S+)", line).group(1) for line in novelty} == {f"{form}-train", f"{form}-heldout"}
     assert "darling eval math" not in script and script.count("darling eval partitions") == 1
     compare = [line for line in script.splitlines() if "darling eval compare" in line]
-    assert len(compare) == 2 and all("--quality item-sentence" in line for line in compare)
+    quality = "item-phrase" if form == "items-phrase" else "item-sentence"
+    assert len(compare) == 2 and all(f"--quality {quality}" in line for line in compare)
     assert all("--pairs darling-rl:darling-ngram-rl" in line for line in compare)
     assert all("--pairs checker-ceiling-rl:grpo-rl" in line for line in compare)
 
