@@ -26,3 +26,8 @@ for temperature in 1.0 0.7; do
   $D eval partitions --output "$OUT/T$temperature/partitions" "${answers[@]}" \
     ${CLASSIFIER:+--classifier "items67=$CLASSIFIER"} --checker items
 done
+# The warm-up's answers (the chain's RL start), as measured in docs/measurements.md:
+#   darling rl-train --preset items-phrase --output OUT/rl-warmup --limit 18 --method grpo --no-strict-length \
+#       --per-device-train-batch-size 16 --set trainable_layers=none --temperature 1.0 --max-steps 16 --seed 0
+#   then eval novelty (--model warm=OUT/rl-warmup/final, --temperature 0.7 --max-tokens 24) on both phrase sets and
+#   eval partitions over them, as above.
