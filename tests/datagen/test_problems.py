@@ -67,17 +67,11 @@ def test_real_math_files(name):
 
 
 def test_packaged_sets_by_name_alias_and_licence():
-    assert set(PACKAGED_SETS) == set(REAL_FILES) and set(BUILTIN_SOURCES) == {
-        "champ",
-        "arithmetic",
-        "naming-train",
-        "naming-heldout",
-        "items-train",
-        "items-heldout",
-        "items-phrase-train",
-        "items-phrase-heldout",
-        *REAL_FILES,
-    }
+    # every prompt file shipped is a built-in set by its file's name, and nothing else is
+    shipped_prompts = {p.name.removesuffix(".jsonl.gz") for p in (MATH_SETS.parent / "prompts").glob("*.jsonl.gz")}
+    assert {"naming-train", "items-heldout", "items-phrase-train"} <= shipped_prompts
+    assert set(PACKAGED_SETS) == set(REAL_FILES)
+    assert set(BUILTIN_SOURCES) == {"champ", "arithmetic", *shipped_prompts, *REAL_FILES}
     assert load_problems("minerva") == load_problems("minerva_math")  # alias: the same ids either way
     assert "MIT License" in (MATH_SETS / "LICENSE").read_text()
     assert sorted(p.name for p in MATH_SETS.glob("*.jsonl.gz")) == sorted(f"{n}.jsonl.gz" for n in REAL_FILES)
