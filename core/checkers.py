@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from darling.core.errors import UserInputError
-from darling.core.items import ITEM_PROMPT, category_of, items_named
+from darling.core.items import ITEM_FORMS, category_of, items_named
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _item_keys(prompt: str, answer: str) -> list[str]:
 ITEMS = Checker(
     "items",
     "the member of the item prompt's category an answer names (darling.core.items)",
-    f"item prompts ({ITEM_PROMPT!r}: items-train, items-heldout)",
+    f"item prompts ({' or '.join(map(repr, ITEM_FORMS.values()))}: items-train, items-heldout, items-phrase-*)",
     lambda prompt: category_of(prompt) is not None,
     _item_keys,
 )

@@ -9,7 +9,8 @@ category's members are listed with their aliases, so both the extraction and the
 (``item_of``).
 
 The prompts ship as the packaged sets ``items-train`` and ``items-heldout`` (datagen/resources/prompts), split once
-by category; ``ITEM_PROMPT`` is their one template, so a prompt's category is read back from its text.
+by category; ``ITEM_PROMPT`` is their template (``ITEM_FORMS`` holds both forms'), so a prompt's category is read
+back from its text.
 
 The *phrase* form (``items-phrase-train``, ``items-phrase-heldout``: the same categories, the same split) asks for
 the member in a short phrase ("Mars, the red planet"): 2 to 8 words, few enough for RL to move at CPU budget, enough
@@ -47,7 +48,7 @@ class Category:
 
     @property
     def prompt(self) -> str:
-        return ITEM_PROMPT.format(phrase=self.phrase)
+        return self.prompt_in("sentence")
 
     def prompt_in(self, form: str) -> str:
         return ITEM_FORMS[form].format(phrase=self.phrase)
@@ -69,6 +70,14 @@ def _category_by_prompt() -> dict[str, Category]:
 def category_of(prompt: str) -> Category | None:
     """The category an item prompt names (its text is one of ``ITEM_FORMS``'), None for any other prompt."""
     return _category_by_prompt().get(prompt.strip())
+
+
+def required_category(prompt: str) -> Category:
+    """``category_of``, for the rules that have no answer on any other prompt (ValueError naming the forms)."""
+    category = category_of(prompt)
+    if category is None:
+        raise ValueError(f"not an item prompt (expected one of {list(ITEM_FORMS.values())!r}): {prompt[:80]!r}")
+    return category
 
 
 CASE_SENSITIVE = frozenset({"May", "March", "Cancer", "Io", "Lear", "Sept", "UK", "USA", "Mark"})
@@ -104,16 +113,20 @@ def sentence_count(text: str) -> int:
     return len([s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()])
 
 
+def _item_form_quality(prompt: str, answer: str, words: tuple[int, int], max_sentences: int) -> float:
+    """1 for an answer of ``words`` (min, max) words in at most ``max_sentences`` sentences that names a member of
+    the prompt's category, else 0: the one rule of both forms, format and membership, no model."""
+    category = required_category(prompt)
+    low, high = words
+    if not low <= len(answer.split()) <= high or sentence_count(answer) > max_sentences:
+        return 0.0
+    return 1.0 if item_of(category, answer) else 0.0
+
+
 def item_sentence_quality(prompt: str, answer: str) -> float:
     """1 for an answer that names a member of the prompt's category in one or two sentences of ``MIN_WORDS`` to
     ``MAX_WORDS`` words, else 0. No classifier and no model: format and membership by rule."""
-    category = category_of(prompt)
-    if category is None:
-        raise ValueError(f"not an item prompt (expected {ITEM_PROMPT!r}): {prompt[:80]!r}")
-    words = len(answer.split())
-    if not MIN_WORDS <= words <= MAX_WORDS or sentence_count(answer) > MAX_SENTENCES:
-        return 0.0
-    return 1.0 if item_of(category, answer) else 0.0
+    return _item_form_quality(prompt, answer, (MIN_WORDS, MAX_WORDS), MAX_SENTENCES)
 
 
 def item_sentence_qualities(prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
@@ -123,14 +136,10 @@ def item_sentence_qualities(prompts: Sequence[str], answers: Sequence[str]) -> l
 def item_phrase_quality(prompt: str, answer: str) -> float:
     """1 for an answer of ``PHRASE_MIN_WORDS`` to ``PHRASE_MAX_WORDS`` words on one line, at most one sentence,
     that names a member of the prompt's category, else 0."""
-    category = category_of(prompt)
-    if category is None:
-        raise ValueError(f"not an item prompt (expected {ITEM_PHRASE_PROMPT!r}): {prompt[:80]!r}")
     text = answer.strip()
-    words = len(text.split())
-    if not PHRASE_MIN_WORDS <= words <= PHRASE_MAX_WORDS or "\n" in text or sentence_count(text) > 1:
+    if "\n" in text:
         return 0.0
-    return 1.0 if item_of(category, text) else 0.0
+    return _item_form_quality(prompt, text, (PHRASE_MIN_WORDS, PHRASE_MAX_WORDS), 1)
 
 
 def item_phrase_qualities(prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
@@ -140,9 +149,7 @@ def item_phrase_qualities(prompts: Sequence[str], answers: Sequence[str]) -> lis
 def distinct_items(prompt: str, answers: Sequence[str]) -> int:
     """Distinct category members the answers name: a count of different answers that no classifier decides.
     Answers naming no member add nothing (they are not a new item)."""
-    category = category_of(prompt)
-    if category is None:
-        raise ValueError(f"not an item prompt (expected {ITEM_PROMPT!r}): {prompt[:80]!r}")
+    category = required_category(prompt)
     return len({item for a in answers if (item := item_of(category, a)) is not None})
 
 

@@ -180,14 +180,15 @@ def build_key_pairs(config: PairConfig, progress: bool = True) -> PairSummary:
     groups = [drop_duplicate_texts(g.to_dicts()) for g in frame.partition_by("problem_id", maintain_order=True)]
     by_label: dict[int, list[dict]] = {0: [], 1: []}
     without_key = several = 0
-    read = checker.single_key if config.one_key_only else checker.key
     with progress_bar(enabled=progress) as bar:
         task = bar.add_task("pairs", total=len(groups))
         for group, _ in groups:
-            keys = [read(r["problem"], r["response"]) for r in group]
+            named = [checker.named(r["problem"], r["response"]) for r in group]
+            if config.one_key_only:  # an answer naming several is read by no key: never paired
+                several += sum(len(n) > 1 for n in named)
+                named = [n if len(n) == 1 else [] for n in named]
+            keys = [n[0] if n else None for n in named]
             without_key += keys.count(None)
-            if config.one_key_only:
-                several += sum(1 for r in group if len(checker.named(r["problem"], r["response"])) > 1)
             for label, pairs in key_pairs(group, keys, config).items():
                 by_label[label] += pairs
             bar.advance(task)
