@@ -1,5 +1,8 @@
-"""The generation engine's settings, defined once: every command that generates (``datagen rollouts``,
-``datagen label``, ``eval math``, ``eval novelty``) has these fields, so it has these flags with this help.
+"""The generation engine's settings, and the sampling settings, defined once: every command that generates
+(``datagen rollouts``, ``datagen label``, ``eval math``, ``eval novelty``) has these fields, so it has these flags
+with this help; a command that samples or writes shards declares ``temperature``, ``top_p``, ``max_tokens``, its
+generation ``seed`` and ``shard_size`` with ``sampling_option`` (its own default, the one help, and what it adds to
+it), never with a help of its own (a test reads every config for a second declaration).
 
 ``engine_options(settings)`` is the one place an engine name meets its construction options
 (``darling.core.engines.build_engine(settings)``): only the options the chosen
@@ -25,6 +28,22 @@ ENGINE_HELP = (
 )
 # Settings one model of a generator list may set for itself (a 7B generator on 1 GPU, a 32B one on 4).
 ENGINE_OVERRIDES = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "gpu_memory_utilization")
+
+
+# The sampling settings' one help each; a command adds what its value is for (``note``: "the judge's").
+SAMPLING_HELP = {
+    "temperature": "Sampling temperature",
+    "top_p": "Nucleus sampling (top-p)",
+    "max_tokens": "Max new tokens per response",
+    "seed": "Seed of the sampling: each request's seed derives from it and the request's stable id",
+    "shard_size": "Rows per Parquet shard: written, and so safe from a crash, every this many",
+}
+
+
+def sampling_option(name: str, default: Any, note: str = "", **kwargs: Any) -> Any:
+    """The sampling setting ``name`` (``SAMPLING_HELP``) with this command's default; ``note`` says what it is here
+    (``"the judge's"``, ``"responses"``); ``kwargs`` as ``option``'s (a panel, rl-train's TRL metadata)."""
+    return option(default, help=f"{SAMPLING_HELP[name]}{f' ({note})' if note else ''}.", **kwargs)
 
 
 def engine_option(default: str) -> Any:

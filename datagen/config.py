@@ -15,7 +15,7 @@ from typing import Any
 from darling.core.checkers import CHECKER_NAMES, get_checker
 from darling.core.config import CommandConfig, option
 from darling.core.engine_api import Sampling
-from darling.core.engine_config import ENGINE_OVERRIDES, EngineConfig, engine_option
+from darling.core.engine_config import ENGINE_OVERRIDES, EngineConfig, engine_option, sampling_option
 from darling.core.errors import UserInputError
 from darling.core.readers import read_structured
 
@@ -165,16 +165,16 @@ class RolloutConfig(EngineConfig):
         "step...\\boxed{}'); '{problem}' alone asks the prompt as it is.",
     )
     n: int = option(4, aliases=("-n",), help="Samples per model per problem.")
-    temperature: float = option(1.0, help="Sampling temperature.")
-    top_p: float = option(1.0, help="Nucleus sampling.")
-    max_tokens: int = option(512, help="Max new tokens per response.")
-    seed: int = option(0, help="Seed (per-request seeds derive from it and stable ids).")
+    temperature: float = sampling_option("temperature", 1.0)
+    top_p: float = sampling_option("top_p", 1.0)
+    max_tokens: int = sampling_option("max_tokens", 512)
+    seed: int = sampling_option("seed", 0)
     paired_seeds: bool = option(False, help=PAIRED_SEEDS_HELP)
     limit: int | None = option(None, help="Use the first N problems (a larger limit later extends the output).")
     problem_field: str | None = option(None, help="Problem column (default: auto-detected).")
     answer_field: str | None = option(None, help="Reference-answer column (default: auto).")
     id_field: str | None = option(None, help="Problem-id column (default: auto).")
-    shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
+    shard_size: int = sampling_option("shard_size", 64, "responses")
 
     def check(self) -> None:
         check_sampling(self.n, self.temperature, self.top_p, self.max_tokens)
@@ -302,15 +302,15 @@ class JudgeConfig(EngineConfig):
         True, aliases=(" /--one-order",), help="Judge both orders; label only when they agree (--one-order: not)."
     )
     votes: int = option(1, help="Calls per order (majority); > 1 needs --temperature > 0.")
-    temperature: float = option(0.0, help="Judge temperature.")
-    max_tokens: int = option(512, help="Max tokens of a judge answer.")
+    temperature: float = sampling_option("temperature", 0.0, "the judge's")
+    max_tokens: int = sampling_option("max_tokens", 512, "a judge answer's")
     structured: str = option(
         "none", choices=STRUCTURED, help="none, choice ([[yes]]/[[no]] only) or regex (rationale, then verdict)."
     )
     max_chars_per_solution: int | None = option(None, help="Truncate solutions to fit a small judge's context.")
-    seed: int = option(0, help="Seed (per-call seeds derive from it and the pair id).")
+    seed: int = sampling_option("seed", 0, "the id: the pair's")
     limit: int | None = option(None, help="Judge the first N pairs.")
-    shard_size: int = option(32, help="Judged pairs per Parquet shard (flush interval).")
+    shard_size: int = sampling_option("shard_size", 32, "judged pairs")
 
     def check(self) -> None:
         if self.judge_model is None and self.checker is None:

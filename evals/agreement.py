@@ -14,7 +14,7 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import percentile_interval
 from darling.core.shards import atomic_write_bytes
 from darling.evals.agreement_config import AgreementConfig
-from darling.evals.config import named
+from darling.evals.config import NOVELTYBENCH, UNION_FIND, named
 from darling.evals.noveltybench_files import first_appearance, read_partitions
 
 # What NoveltyBench's published partition does; a file with no eval novelty folder around it is read as made so.
@@ -23,22 +23,39 @@ NOVELTYBENCH_SETTINGS = {
     "pair order": "(class representative, candidate)",
     "answers of at most 5 words": "word overlap",
     "threshold": "0.102 (P > threshold)",
+    "partition": NOVELTYBENCH,
+}
+
+
+# How each of eval novelty's partitions (metrics.json's partition.method) compares answers.
+PARTITION_SETTINGS = {
+    NOVELTYBENCH: {
+        "pair order": "(class representative, candidate)",
+        "answers of at most 5 words": "word overlap",
+    },
+    UNION_FIND: {
+        "pair order": "every pair (earlier answer, later answer); classes are the transitive closure",
+        "answers of at most 5 words": "no rule: the classifier decides",
+    },
 }
 
 
 def settings_of(path: Path) -> dict[str, str]:
-    """The partition settings recorded beside ``path`` (an eval novelty folder's metrics.json), else NoveltyBench's."""
+    """The partition settings recorded beside ``path`` (an eval novelty folder's metrics.json: the partition it used,
+    its export's tokens and its threshold), else NoveltyBench's published ones."""
     metrics_file = path.parent / "metrics.json"
     if not metrics_file.exists():
         return {**NOVELTYBENCH_SETTINGS, "source": "not recorded: NoveltyBench's published settings assumed"}
     metrics = json.loads(metrics_file.read_text())
     export = Path(str(metrics.get("classifier"))) / "darling.json"
     tokens = json.loads(export.read_text()).get("max_tokens_per_response") if export.exists() else None
+    partition = metrics.get("partition", {})
+    method = partition.get("method", NOVELTYBENCH)
     return {
         "tokens per side": str(tokens if tokens is not None else "128 (a foreign HF classifier)"),
-        "pair order": "(class representative, candidate)",
-        "answers of at most 5 words": "word overlap",
-        "threshold": f"{metrics.get('threshold')} ({metrics.get('threshold_source')})",
+        **PARTITION_SETTINGS[method],
+        "threshold": f"{metrics.get('threshold')} ({metrics.get('threshold_source')}; {partition.get('decision')})",
+        "partition": method,
         "source": str(metrics_file),
     }
 

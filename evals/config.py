@@ -16,7 +16,7 @@ from typing import Any
 
 from darling.core.config import CommandConfig, option
 from darling.core.devices import device_option
-from darling.core.engine_config import EngineConfig
+from darling.core.engine_config import EngineConfig, sampling_option
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES
 from darling.datagen.config import (
@@ -73,17 +73,17 @@ class MathEvalConfig(EngineConfig):
     )
     system_prompt: str | None = option(None, help="System prompt ('' for none; default: a math tutor's).")
     n: int = option(8, aliases=("-n",), help="Samples per problem (pass@k for k up to n).")
-    temperature: float = option(0.6, help="Sampling temperature.")
-    top_p: float = option(0.95, help="Nucleus sampling.")
-    max_tokens: int = option(4096, help="Max new tokens per response.")
-    seed: int = option(0, help="Seed (per-request seeds derive from it and stable ids).")
+    temperature: float = sampling_option("temperature", 0.6)
+    top_p: float = sampling_option("top_p", 0.95)
+    max_tokens: int = sampling_option("max_tokens", 4096)
+    seed: int = sampling_option("seed", 0)
     paired_seeds: bool = option(False, help=PAIRED_SEEDS_HELP)
     limit: int | None = option(None, help="Use the first N problems of each file.")
     ks: list[int] | None = option(
         None, aliases=("--k",), help="k to report (repeatable); default 1, 2, 4, ... n; 1 and n always."
     )
     generate: bool = option(True, help="--no-generate: recompute the report from the Parquet already there.")
-    shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
+    shard_size: int = sampling_option("shard_size", 64, "responses")
 
     def check(self) -> None:
         check_sampling(self.n, self.temperature, self.top_p, self.max_tokens)
@@ -123,10 +123,10 @@ class NoveltyConfig(EngineConfig):
         "prompts, classifier and reward model loaded once, the same seeds for each); smollm2 = packaged.",
     )
     k: int = option(10, aliases=("-k",), help="Responses per prompt.")
-    temperature: float = option(1.0, help="Sampling temperature.")
-    max_tokens: int = option(512, help="Max new tokens per response.")
+    temperature: float = sampling_option("temperature", 1.0)
+    max_tokens: int = sampling_option("max_tokens", 512)
     limit: int | None = option(None, help="Use the first N prompts (a larger limit later extends the output).")
-    seed: int = option(0, help="Seed (per-request seeds derive from it and prompt ids).")
+    seed: int = sampling_option("seed", 0, "the id: the prompt's and the sample's index")
     classifier_urls: list[str] = option(
         factory=list,
         aliases=("--classifier-url",),
@@ -172,7 +172,7 @@ class NoveltyConfig(EngineConfig):
         "orders); its kernel is the classifier's own similarity.",
     )
     generate: bool = option(True, help="--no-generate: rescore the stored generations only.")
-    shard_size: int = option(64, help="Responses per Parquet shard (flush interval).")
+    shard_size: int = sampling_option("shard_size", 64, "responses")
     batch_size: int = option(32, help="Pairs per classifier forward pass.")
 
     @property

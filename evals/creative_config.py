@@ -15,7 +15,7 @@ from pathlib import Path
 
 from darling.core.config import option
 from darling.core.engine_api import ENGINE_NAMES
-from darling.core.engine_config import ENGINE_PANEL, EngineConfig
+from darling.core.engine_config import ENGINE_PANEL, EngineConfig, sampling_option
 from darling.core.errors import UserInputError
 from darling.datagen.config import GeneratorSpec, parse_model
 
@@ -57,17 +57,19 @@ class CreativeConfig(EngineConfig):
     )
     iterations: int = option(1, help="Pieces per prompt and writer; iteration i uses seed modifier i (rotating).")
     limit: int | None = option(None, help="Use the first N prompts of the prompts file.")
-    temperature: float = option(0.7, help="Writer temperature (the benchmark's 0.7; its min_p 0.1 is not sent).")
-    max_tokens: int = option(4000, help="Writer max new tokens (the benchmark's 4000).")
+    temperature: float = sampling_option(
+        "temperature", 0.7, "the writers': the benchmark's 0.7; its min_p 0.1 is not sent"
+    )
+    max_tokens: int = sampling_option("max_tokens", 4000, "the writers': the benchmark's 4000")
     min_chars: int = option(500, help="A shorter piece is retried (3 attempts), then left out unjudged.")
     judge_max_tokens: int = option(1000, help="Judge max new tokens (the benchmark's 1000; temperature is 0).")
-    seed: int = option(0, help="Seed (per-request seeds derive from it and prompt ids), and the bootstrap's.")
+    seed: int = sampling_option("seed", 0, "the id: the prompt's; also the bootstrap's seed")
     versus: str = option(
         "darling:grpo", help="A:B: the criteria on which writer A beats writer B most often (when both ran)."
     )
     bootstrap: int = option(500, help="Bootstrap resamples of prompts for the score's 95% interval.")
     generate: bool = option(True, help="--no-generate: report from the stored pieces and judgments only.")
-    shard_size: int = option(16, help="Pieces or judgments per Parquet shard (flush interval).")
+    shard_size: int = sampling_option("shard_size", 16, "pieces or judgments")
 
     def check(self) -> None:
         if self.iterations < 1 or self.max_tokens < 1 or self.judge_max_tokens < 1 or self.temperature < 0:

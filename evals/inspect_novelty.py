@@ -20,6 +20,7 @@ neither: every answer's quality is 1 (diversity only).
 from __future__ import annotations
 
 import threading
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,15 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
-from inspect_ai.solver import Generate, Solver, TaskState, fork, generate, solver
+from inspect_ai.solver import Generate, Solver, TaskState, fork, solver
+from inspect_ai.solver import generate as generation
 
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
 from darling.core.quality import QUALITIES, open_ended_quality
 from darling.core.reward_model import load_reward_model
-from darling.evals.config import NOVELTYBENCH, NoveltyConfig
-from darling.evals.novelty import score_tables
+from darling.evals.config import NoveltyConfig
+from darling.evals.novelty import credited_quality, score_tables
 from darling.evals.novelty_partition import (
     ClassifierChoice,
     check_classifier,
@@ -46,8 +48,12 @@ from darling.evals.novelty_prompts import PACKAGED_NOVELTY_PROMPTS, load_prompts
 from darling.evals.noveltybench_files import first_appearance, generation_rows
 
 ANSWERS = "all_completions"  # inspect_evals' metadata key for a sample's k answers: its logs re-score here
-SCORED = ("distinct", "utility", "vendi")  # the Score's value: each with its mean and standard error
+# The Score's value, each with its mean and standard error: inspect_evals' novelty_bench names (distinct_k: the
+# classes, utility_k) for eval novelty's per-prompt metrics, and the Vendi score beside them.
+SCORED = {"distinct_k": "distinct", "utility_k": "utility", "vendi": "vendi"}
 RULE_QUALITIES = QUALITIES[1:]  # every open-ended one (math needs a reference answer, which these prompts lack)
+# eval novelty's defaults, the task's and scorer's too: each setting is declared once, in NoveltyConfig.
+DEFAULT = {f.name: f.default for f in fields(NoveltyConfig)}
 
 
 @task
@@ -55,16 +61,19 @@ def novelty_bench(
     classifier: str,
     prompts: str = next(iter(PACKAGED_NOVELTY_PROMPTS)),
     limit: int | None = None,
-    k: int = 10,
-    temperature: float = 1.0,
-    max_tokens: int = 512,
+    k: int = DEFAULT["k"],
+    temperature: float = DEFAULT["temperature"],
+    max_tokens: int = DEFAULT["max_tokens"],
     threshold: float | None = None,
-    partition: str = NOVELTYBENCH,
+    partition: str = DEFAULT["partition"],
     quality: str | None = None,
     reward_model: str | None = None,
     reward_model_url: str | None = None,
-    vendi_order: float = 1.0,
-    device: str = "auto",
+    cut_points: str | list[float] | None = None,
+    utility: str = DEFAULT["utility"],
+    patience: float = DEFAULT["patience"],
+    vendi_order: float = DEFAULT["vendi_order"],
+    device: str = DEFAULT["device"],
 ) -> Task:
     """NoveltyBench's diversity and utility of k answers per prompt, partitioned by a darling export.
 
@@ -74,13 +83,17 @@ def novelty_bench(
             curated 100).
         limit: The first N prompts.
         k: Answers per prompt.
-        temperature: Sampling temperature (eval novelty's default 1.0).
+        temperature: Sampling temperature (eval novelty's default).
         max_tokens: Max new tokens per answer.
         threshold: Equivalence threshold; default the export's calibrated one.
         partition: ``noveltybench`` (greedy, NoveltyBench's) or ``union-find`` (DARLING's training partition).
         quality: A darling rule quality by name (short-answer, relevant-short-answer, item-sentence).
         reward_model: A one-output HF reward model for quality (NoveltyBench's buckets).
         reward_model_url: Its served replicas, comma-separated (needs ``reward_model`` for its tokenizer).
+        cut_points: The reward model's cut points to quality 1..n+1 (a list or comma-separated); default
+            NoveltyBench's, made for Skywork-Reward-Gemma-2-27B: give your reward model's own.
+        utility: ``noveltybench`` (patience-weighted) or ``darling-fork`` (sum / k).
+        patience: Utility discount per position (NoveltyBench's 0.8).
         vendi_order: Order q of the Vendi score.
         device: Where the classifier and quality models run (auto, cpu, cuda).
     """
@@ -97,6 +110,9 @@ def novelty_bench(
             quality=quality,
             reward_model=reward_model,
             reward_model_url=reward_model_url,
+            cut_points=cut_points,
+            utility=utility,
+            patience=patience,
             vendi_order=vendi_order,
             device=device,
         ),
@@ -109,8 +125,8 @@ def k_answers(k: int = 10) -> Solver:
     """k independent answers to the prompt (forks of one state, none seeing another), kept in the sample's
     metadata; the first is the sample's output."""
 
-    async def solve(state: TaskState, generate_fn: Generate) -> TaskState:
-        states = await fork(state, [generate()] * k)
+    async def solve(state: TaskState, generate: Generate) -> TaskState:  # Solver's protocol names it generate
+        states = await fork(state, [generation()] * k)
         result = states[0]
         result.metadata[ANSWERS] = [s.output.completion for s in states]
         return result
@@ -122,17 +138,23 @@ def k_answers(k: int = 10) -> Solver:
 def novelty(
     classifier: str,
     threshold: float | None = None,
-    partition: str = NOVELTYBENCH,
+    partition: str = DEFAULT["partition"],
     quality: str | None = None,
     reward_model: str | None = None,
     reward_model_url: str | None = None,
-    vendi_order: float = 1.0,
-    device: str = "auto",
+    cut_points: str | list[float] | None = None,
+    utility: str = DEFAULT["utility"],
+    patience: float = DEFAULT["patience"],
+    vendi_order: float = DEFAULT["vendi_order"],
+    device: str = DEFAULT["device"],
 ) -> Scorer:
-    """eval novelty's scores of a sample's k answers (``metadata["all_completions"]``): distinct (the partition's
-    classes), utility and the Vendi score, with the partition, qualities and every other prompt metric in the
-    score's metadata."""
+    """eval novelty's scores of a sample's k answers (``metadata["all_completions"]``), named as inspect_evals'
+    novelty_bench names them: ``distinct_k`` (the partition's classes), ``utility_k``, and the Vendi score; the
+    metadata holds ``equivalence_classes`` and ``generation_scores`` (its names) and the qualities and every other
+    prompt metric. The task's arguments of the same names are this scorer's."""
     urls = [u for u in (reward_model_url or "").split(",") if u]
+    if isinstance(cut_points, list | tuple):  # -S cut_points=[...] arrives as a list
+        cut_points = ",".join(str(c) for c in cut_points)
     config = NoveltyConfig(
         output=Path("."),  # never written: the scores go to Inspect's log
         classifier=classifier,
@@ -140,6 +162,9 @@ def novelty(
         partition=partition,
         reward_model=reward_model,
         reward_model_urls=urls,
+        cut_points=cut_points,
+        utility=utility,
+        patience=patience,
         vendi_order=vendi_order,
         device=device,
         generate=False,
@@ -196,11 +221,12 @@ class Models:
         metrics = per_prompt.drop("prompt_id", "category").row(0, named=True)
         partition = first_appearance(classes[0])
         return Score(
-            value={name: float(metrics[name]) for name in SCORED},
+            value={name: float(metrics[ours]) for name, ours in SCORED.items()},
             answer="\n------\n".join(f"answer {i}: {a}" for i, a in enumerate(answers)),
-            explanation=f"partition {partition}, quality {scored['quality'].to_list()}",
+            explanation=f"equivalence_classes= {partition}, quality {scored['quality'].to_list()}",
             metadata={
-                "partition": partition,
+                "equivalence_classes": partition,
+                "generation_scores": credited_quality(partition, scored["quality"].to_list()),
                 "quality": scored["quality"].to_list(),
                 "metrics": metrics,
                 "classifier": self.choice.describe(),

@@ -399,6 +399,6 @@ def evaluate_novelty(
         }
         write_outputs(s.output, scored, per_prompt, metrics)
         if config.noveltybench is not None:
-            write_noveltybench_files(s.output, instances, noveltybench_scores(instances, scored, per_prompt))
+            write_noveltybench_files(s.output, instances, noveltybench_scores(instances, scored, per_prompt), metrics)
         results[s.output] = {**metrics, "run": s.counts}
     return results

@@ -3,11 +3,16 @@ generations NoveltyBench made and NoveltyBench's summariser reads what darling w
 
 In: an eval folder's ``generations.jsonl`` (``id``, ``prompt``, ``generations``: the k answers; ``model`` and any other
 field kept), read into darling's generation store (no generation runs). Out, beside darling's own outputs, with
-NoveltyBench's field names: ``partitions.jsonl`` (each instance plus ``partition``: class ids numbered by first
-appearance, and ``distinct``: the class count), ``scores.jsonl`` (plus ``generation_scores``: each answer's quality,
-0 for a repeat of an earlier class; ``partition_scores``: one per class; ``utility``) and ``summary.json``
-(``mean_distinct``, ``mean_utility``). Older NoveltyBench wrote ``distinct = max(partition)``, one less than the class
-count; darling writes the count, and ``read_partitions`` accepts either, saying which it found.
+NoveltyBench's field names and conventions (its ``src/partition.py``, ``score.py`` and ``summarize.py`` at 5b22b53):
+``partitions.jsonl`` (each instance plus ``partition``: class ids numbered by first appearance, and ``distinct``:
+``max(partition)``, one less than the class count, as NoveltyBench's partition.py writes it), ``scores.jsonl`` (plus
+``generation_scores``: each answer's quality, 0 for a repeat of an earlier class; ``partition_scores``: one per class;
+``utility``) and ``summary.json`` (``mean_distinct``: classes per prompt, ``len(partition_scores)`` as its
+summariser counts them; ``mean_utility``), with a ``darling`` entry that says what NoveltyBench's fields cannot: the
+``distinct`` convention, where quality came from (every answer 1 without a reward model, so utility then measures
+diversity alone) and which utility (NoveltyBench's patience-weighted mean, or the DARLING fork's sum / k under the
+same name). ``read_partitions`` reads either convention (darling's files before this wrote the class count), saying
+which it found.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from darling.evals.config import NoveltyConfig
 from darling.evals.novelty_store import GENERATION_COLUMNS, GENERATION_KEY
 
 GENERATIONS, PARTITIONS, SCORES, SUMMARY = "generations.jsonl", "partitions.jsonl", "scores.jsonl", "summary.json"
+NOVELTYBENCH_COMMIT = "5b22b53"  # the NoveltyBench code whose conventions these files follow
+# read_partitions' names for the two ``distinct`` conventions
+MAX_PARTITION, CLASS_COUNT = "max(partition)", "class count"
 
 
 def read_generations(folder: Path) -> list[dict[str, Any]]:
@@ -118,13 +126,16 @@ def first_appearance(classes: list[int]) -> list[int]:
     return [order.setdefault(c, len(order)) for c in classes]
 
 
-def write_noveltybench_files(output: Path, instances: list[dict[str, Any]], scored: list[dict[str, Any]]) -> None:
+def write_noveltybench_files(
+    output: Path, instances: list[dict[str, Any]], scored: list[dict[str, Any]], metrics: dict[str, Any]
+) -> None:
     """partitions.jsonl, scores.jsonl and summary.json in ``output``. ``scored``: per instance (same order) its
-    ``classes``, ``quality`` (per answer) and ``utility`` as eval novelty computed them."""
+    ``classes``, ``quality`` (per answer) and ``utility`` as eval novelty computed them; ``metrics``: eval novelty's
+    metrics.json, whose quality and utility settings summary.json repeats under ``darling``."""
     partitions, scores = [], []
     for inst, s in zip(instances, scored, strict=True):
         partition = first_appearance(list(s["classes"]))
-        partitions.append({**inst, "partition": partition, "distinct": len(set(partition))})
+        partitions.append({**inst, "partition": partition, "distinct": max(partition)})
         credited: list[int] = []
         partition_scores: list[int] = []
         for q, c in zip(s["quality"], partition, strict=True):
@@ -142,15 +153,32 @@ def write_noveltybench_files(output: Path, instances: list[dict[str, Any]], scor
     summary = {
         "mean_distinct": sum(len(s["partition_scores"]) for s in scores) / len(scores),
         "mean_utility": sum(s["utility"] for s in scores) / len(scores),
+        "darling": provenance(metrics),
     }
     for name, rows in ((PARTITIONS, partitions), (SCORES, scores)):
         atomic_write_bytes(output / name, "".join(json.dumps(r) + "\n" for r in rows).encode())
     atomic_write_bytes(output / SUMMARY, (json.dumps(summary, indent=2) + "\n").encode())
 
 
+def provenance(metrics: dict[str, Any]) -> dict[str, Any]:
+    """What summary.json's figures are, in words NoveltyBench's fields leave out."""
+    utility = metrics["utility"]
+    return {
+        "conventions": f"NoveltyBench {NOVELTYBENCH_COMMIT}",
+        "distinct": f"{MAX_PARTITION} in partitions.jsonl and scores.jsonl, one less than the classes (NoveltyBench's "
+        "partition.py); mean_distinct counts classes (len(partition_scores), its summarize.py)",
+        "quality": metrics["quality"],
+        "utility": utility["method"],
+        "utility_definition": utility["definition"],
+        "patience": utility["patience"],
+        "partition": metrics["partition"]["method"],
+    }
+
+
 def read_partitions(path: Path) -> tuple[dict[str, list[int]], str]:
     """``id -> partition`` of a NoveltyBench ``partitions.jsonl`` (NoveltyBench's or darling's), and which
-    ``distinct`` convention it holds: "class count", or "max(partition)" (older NoveltyBench, one less)."""
+    ``distinct`` convention it holds: "max(partition)" (NoveltyBench's, and darling's since it follows it), or
+    "class count" (darling's files before that)."""
     found: dict[str, list[int]] = {}
     conventions: set[str] = set()
     for where, record in iter_jsonl(Path(path)):
@@ -160,10 +188,10 @@ def read_partitions(path: Path) -> tuple[dict[str, list[int]], str]:
         if not isinstance(record.get("id"), str):
             raise UserInputError(f"{where}: field 'id' must be a string")
         distinct = record.get("distinct")
-        if distinct == len(set(partition)):
-            conventions.add("class count")
-        elif distinct == max(partition):
-            conventions.add("max(partition)")
+        if distinct == max(partition):
+            conventions.add(MAX_PARTITION)
+        elif distinct == len(set(partition)):
+            conventions.add(CLASS_COUNT)
         found[record["id"]] = partition
     convention = " and ".join(sorted(conventions)) or "none given"
     return found, convention

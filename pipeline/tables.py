@@ -1,8 +1,9 @@
 """The shape of a stage table of ``darling pipeline`` (``Section``: the command config its keys are fields of, the
 keys the pipeline wires itself, the pipeline's own keys, what the table configures), the check of a table's entries,
-and the check of what a step wires. The tables themselves
-are ``PipelineConfig``'s fields, each with its ``Section`` (``darling.pipeline.config.TABLES``); a stage's room
-names the tables it reads (``Stage.tables``). Imports run one way: this module <- the config <- the rooms.
+and the check of what a step wires. The tables themselves are ``StageTables``' fields in ``pipeline/schema.py``, each
+with its ``Section`` (``darling.pipeline.schema.TABLES``), which ``PipelineConfig`` derives from; a stage's room
+names the tables it reads (``Stage.tables``). Imports run one way: this module <- schema <- the config <- the
+rooms.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Section:
         config where it is wired): a key wired but not declared would be a table value silently replaced."""
         undeclared = sorted(set(wired) - set(self.wired) - set(self.extra) - set(also))
         if undeclared:
-            raise ValueError(f"[{table}]: wired {undeclared}, not declared in its Section (pipeline/config.py)")
+            raise ValueError(f"[{table}]: wired {undeclared}, not declared in its Section (pipeline/schema.py)")
 
 
 def checked_table(name: str, section: Section, values: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from darling.core.checkers import CHECKER_NAMES
 from darling.core.config import CommandConfig, option, option_from
+from darling.core.engine_config import sampling_option
 from darling.core.errors import UserInputError
 from darling.core.lexical import NGRAM_ORDER, NGRAM_THRESHOLD
 from darling.core.quality import QUALITIES
@@ -203,7 +204,7 @@ class RLTrainConfig(CommandConfig):
         "layers, bench/policy_backward.py); none: every weight.",
         panel=GRPO_PANEL,
     )
-    temperature: float = option(1.0, help="Sampling temperature of the rollouts.", panel=GRPO_PANEL, meta=TRL)
+    temperature: float = sampling_option("temperature", 1.0, "the rollouts'", panel=GRPO_PANEL, meta=TRL)
     learning_rate: float = option(1e-6, aliases=("--lr",), help="Learning rate.", panel=GRPO_PANEL, meta=TRL)
     max_steps: int = option(4, help="Optimiser steps.", panel=GRPO_PANEL, meta={**TRL, **RESUMABLE})
     scale_rewards: str = option(

@@ -1,4 +1,4 @@
-"""Stage 4, the equivalence classifier (``classifier/``): the training pairs (``training-pairs/``), then
+"""The equivalence classifier (``classifier/``): the training pairs (``training-pairs/``), then
 ``train-classifier`` (train, calibrate, export); or, with ``classifier_from = import``, ``import-classifier`` of one
 trained elsewhere. Every later stage reads the export in ``classifier/``."""
 

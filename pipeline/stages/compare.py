@@ -1,4 +1,4 @@
-"""Stage 9, DARLING against GRPO and the base policy, and each other arm against GRPO and DARLING (``compare/``;
+"""DARLING against GRPO and the base policy, and each other arm against GRPO and DARLING (``compare/``;
 with ``evaluate_training_prompts`` also ``compare-train/``): ``eval compare`` recomputes every figure from the
 evaluations' saved generations and the training logs. Over seeds, ``eval study`` pools these folders, one study per
 pair (``study_folders``)."""

@@ -1,4 +1,4 @@
-"""Stages 1-3, the classifier's data: rollouts (``datagen/``), pairs (``pairs/``) and their labels (``labels/``). On the
+"""The classifier's data: rollouts (``datagen/``), pairs (``pairs/``) and their labels (``labels/``). On the
 math track: CHAMP's or generated responses, same-answer pairs, the LLM judge's labels. On a task with a checker
 (``rollouts_from = policy``, ``checker``): the start policy's own answers to the RL prompts, pairs by the checker's
 keys, labelled by the checker, and the LLM judge (``labels-judge/``) scored against it. The chat track

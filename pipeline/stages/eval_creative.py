@@ -1,4 +1,4 @@
-"""Stage 8, creative writing (``eval-creative/``), when asked: every policy writes EQ-Bench creative writing v3
+"""Creative writing (``eval-creative/``), when asked: every policy writes EQ-Bench creative writing v3
 pieces and one judge scores them at temperature 0, in one ``eval creative`` whose report compares them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 6, math before and after RL (``eval-math/``): pass@k of every policy in one ``eval math`` command, each
+"""Math before and after RL (``eval-math/``): pass@k of every policy in one ``eval math`` command, each
 prompted as RL trained it and all drawing the same sampling seeds (``--paired-seeds``: a paired comparison)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 7, novelty (``eval-novelty/<policy>/``): each policy's responses to the held-out prompts, partitioned by the
+"""Novelty (``eval-novelty/<policy>/``): each policy's responses to the held-out prompts, partitioned by the
 fresh classifier (NoveltyBench-style distinct and utility); with ``evaluate_training_prompts`` also on the prompts
 the RL runs trained on (``eval-novelty-train/<policy>/``), with the same sampling. One ``eval novelty`` command per
 prompt set evaluates every policy (the prompts, classifier and reward model loaded once)."""

@@ -1,4 +1,4 @@
-"""Stage 5, RL: DARLING (``rl/``) and, with ``grpo_baseline``, its GRPO baseline (``rl-grpo/``) and any other
+"""RL: DARLING (``rl/``) and, with ``grpo_baseline``, its GRPO baseline (``rl-grpo/``) and any other
 ``arms`` (``rl-<method>/``), trained with the same settings and seeds from the same start (the warm-up's policy,
 ``pipeline/stages/warmup.py``, when there is one); with the classifier (and a reward model) served by replicas the
 block starts and stops around the runs. The policies it leaves (``policies``) are what every evaluation compares."""

@@ -1,4 +1,4 @@
-"""Stage 0, the GRPO warm-up (``rl-warmup/``): ``[rl]`` plus ``[rl_warmup]``, quality only, alone on the stage's
+"""The GRPO warm-up (``rl-warmup/``): ``[rl]`` plus ``[rl_warmup]``, quality only, alone on the stage's
 cores, first in the chain. Every RL run then starts from its policy, so that a diversity term meets groups with
 repeated answers from its first step (a base policy's long answers rarely repeat); with ``rollouts_from = policy``
 it is also the policy whose own answers train the classifier (the paper's chain: rollouts of the policy on the prompts

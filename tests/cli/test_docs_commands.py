@@ -115,11 +115,18 @@ def test_each_import_in_the_docs_resolves(where, module, names):
         assert hasattr(loaded, name), f"{where}: {module} has no {name}"
 
 
-def test_the_layout_guide_names_every_module():
-    """docs/layout.md lists each package's files with a line each: a new or renamed module must appear there."""
+def test_the_layout_guide_names_every_module_and_no_other():
+    """docs/layout.md lists each package's files with a line each, checked against the tree both ways: a new or
+    renamed module must appear there, and a row whose file is gone fails (pipeline/stages/ has its own table)."""
+    import re
+
     layout = (ROOT / "docs" / "layout.md").read_text()
     for package in ("core", "datagen", "classifier", "rl", "evals", "pipeline", "cli"):
         section = layout.split(f"### `{package}/`", 1)[1].split("\n### ", 1)[0]
-        for module in sorted((ROOT / package).glob("*.py")):
-            if module.name != "__init__.py":
-                assert f"| `{module.name}` |" in section, f"docs/layout.md: {package}/{module.name} is missing"
+        tables = section.split("\n`stages/`:", 1)  # pipeline: its own files, then its stages' rooms
+        for folder, table in zip((ROOT / package, ROOT / package / "stages"), tables, strict=False):
+            listed = set(re.findall(r"^\| `([\w.]+\.py)` \|", table, flags=re.MULTILINE))
+            modules = {m.name for m in folder.glob("*.py")} - {"__init__.py"}
+            where = folder.relative_to(ROOT)
+            assert not modules - listed, f"docs/layout.md: {where}/ {sorted(modules - listed)} missing"
+            assert not listed - modules, f"docs/layout.md: {where}/ {sorted(listed - modules)} listed, not in the tree"

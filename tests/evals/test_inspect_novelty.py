@@ -23,7 +23,7 @@ from darling.evals.noveltybench_files import first_appearance
 from darling.evals.vendi import vendi_score
 
 K = 3
-PATIENCE = 0.8  # NoveltyBench's, the task's default
+RESCORE_PATIENCE = 0.5  # not NoveltyBench's 0.8, the task's default: the re-scoring must use the one given
 
 
 def inspect(tmp_path: Path, *args: str) -> None:
@@ -71,14 +71,18 @@ def test_inspect_eval_runs_darlings_task_and_its_scores_equal_eval_novelty(
     per_prompt = {r["prompt_id"]: r for r in pl.read_parquet(out / "per_prompt.parquet").iter_rows(named=True)}
     for sid, s in ids(samples):
         score = s["scores"]["novelty"]
-        assert score["metadata"]["partition"] == theirs[sid]["partition"]
-        assert score["value"]["distinct"] == theirs[sid]["distinct"]
-        assert score["value"]["utility"] == pytest.approx(theirs[sid]["utility"])
+        # inspect_evals' novelty_bench names: distinct_k (classes, its max + 1), utility_k, equivalence_classes
+        assert score["metadata"]["equivalence_classes"] == theirs[sid]["partition"]
+        assert score["value"]["distinct_k"] == theirs[sid]["distinct"] + 1 == len(theirs[sid]["partition_scores"])
+        assert score["value"]["utility_k"] == pytest.approx(theirs[sid]["utility"])
+        assert score["metadata"]["generation_scores"] == theirs[sid]["generation_scores"]
         assert score["value"]["vendi"] == pytest.approx(per_prompt[sid]["vendi"])
 
-    # Re-scored by the cross-encoder export with a rule quality: identical answers, the export's own partition.
+    # Re-scored by the cross-encoder export with a rule quality and another patience: identical answers, the export's
+    # own partition, the patience given.
     rescored = tmp_path / "rescored.json"
     scorer = ["--scorer", "darling/novelty", "-S", f"classifier={minilm_export}", "-S", "quality=short-answer"]
+    scorer += ["-S", f"patience={RESCORE_PATIENCE}"]
     inspect(tmp_path, "score", str(log), *scorer, "--action", "overwrite", "--output-file", str(rescored))
     cross = load_scorer(minilm_export)
     for sid, s in ids(samples_of(rescored)):
@@ -87,10 +91,11 @@ def test_inspect_eval_runs_darlings_task_and_its_scores_equal_eval_novelty(
         score = s["scores"]["novelty"]
         [classes], _, [kernel] = partition_with_kernels([texts], cross, "noveltybench")
         partition = first_appearance(classes)
-        assert score["metadata"]["partition"] == partition and score["value"]["distinct"] == len(set(partition))
+        assert score["metadata"]["equivalence_classes"] == partition
+        assert score["value"]["distinct_k"] == len(set(partition))
         assert score["value"]["vendi"] == pytest.approx(vendi_score(kernel))
         quality = short_answer_qualities(texts)
         credited = [q if c not in partition[:i] else 0 for i, (q, c) in enumerate(zip(quality, partition, strict=True))]
-        expected = np.average(credited, weights=PATIENCE ** np.arange(K))
+        expected = np.average(credited, weights=RESCORE_PATIENCE ** np.arange(K))
         assert score["metadata"]["quality"] == pytest.approx(quality)
-        assert score["value"]["utility"] == pytest.approx(expected)
+        assert score["value"]["utility_k"] == pytest.approx(expected)

@@ -47,7 +47,7 @@ def test_a_noveltybench_folder_round_trips_through_eval_novelty(tmp_path, minilm
     for s in scores:  # NoveltyBench's numbering and definitions, recomputed from the file
         partition = s["partition"]
         assert partition[0] == 0 and all(c <= max(partition[:i], default=-1) + 1 for i, c in enumerate(partition))
-        assert s["distinct"] == len(set(partition)) == len(s["partition_scores"])
+        assert s["distinct"] == max(partition) == len(s["partition_scores"]) - 1  # NoveltyBench's partition.py
         firsts = [i for i, c in enumerate(partition) if c not in partition[:i]]
         assert [g for i, g in enumerate(s["generation_scores"]) if i not in firsts] == [0] * (4 - len(firsts))
         weights = PATIENCE ** np.arange(len(s["generations"]))
@@ -62,16 +62,29 @@ def test_a_noveltybench_folder_round_trips_through_eval_novelty(tmp_path, minilm
         (metrics["mean_distinct"], metrics["mean_utility"])
     )
     partitions, convention = read_partitions(out / "partitions.jsonl")
-    assert partitions == {s["id"]: s["partition"] for s in scores} and convention == "class count"
+    assert partitions == {s["id"]: s["partition"] for s in scores} and convention == "max(partition)"
+    said = summary["darling"]  # what NoveltyBench's fields cannot say: no reward model, so every quality is 1
+    assert said["quality"].startswith("none: quality = 1") and said["utility"] == "noveltybench"
+    assert said["patience"] == PATIENCE and "max(partition)" in said["distinct"]
 
     # rerun: the imported generations are reused, not appended twice
     darling("eval", "novelty", "--noveltybench", folder, "--classifier", minilm_bi_export, "--output", out, check=True)
     assert json.loads((out / "summary.json").read_text()) == summary
 
+    # the DARLING fork's utility (sum / k) is written under NoveltyBench's names: summary.json says which it is
+    fork_args = ["--classifier", minilm_bi_export, "--output", out, "--utility", "darling-fork"]
+    darling("eval", "novelty", "--noveltybench", folder, *fork_args, check=True)
+    fork = json.loads((out / "summary.json").read_text())
+    assert fork["darling"]["utility"] == "darling-fork" and fork["darling"]["patience"] is None
+    scored = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert [s["utility"] for s in scored] == pytest.approx([sum(s["generation_scores"]) / 4 for s in scored])
 
-def test_older_noveltybench_partitions_are_read_and_their_distinct_convention_named(tmp_path):
-    old = write_jsonl(tmp_path / "partitions.jsonl", [{"id": "a", "partition": [0, 0, 1], "distinct": 1}])
-    assert read_partitions(old) == ({"a": [0, 0, 1]}, "max(partition)")
+
+def test_both_distinct_conventions_are_read_and_named(tmp_path):
+    nb = write_jsonl(tmp_path / "nb.jsonl", [{"id": "a", "partition": [0, 0, 1], "distinct": 1}])
+    assert read_partitions(nb) == ({"a": [0, 0, 1]}, "max(partition)")  # NoveltyBench 5b22b53's partition.py
+    older = write_jsonl(tmp_path / "older.jsonl", [{"id": "a", "partition": [0, 0, 1], "distinct": 2}])
+    assert read_partitions(older) == ({"a": [0, 0, 1]}, "class count")  # darling's files before issue 70
 
 
 def test_a_bad_generations_file_is_one_line_naming_its_line_and_field(tmp_path):
@@ -108,6 +121,17 @@ def test_two_real_partitions_of_the_same_generations_are_compared(tmp_path, mini
     assert result["ari"]["mean"] == pytest.approx(np.mean([r["ari"] for r in result["per_prompt"].values()]))
     assert result["files"]["bi"]["settings"]["tokens per side"] == "32"  # the export's, read beside the file
 
+    # each file's settings are those its partition used: union-find has no short-answer rule and no representative
+    out = tmp_path / "union-find"
+    uf_args = ["--classifier", minilm_bi_export, "--output", out, "--partition", "union-find"]
+    darling("eval", "novelty", "--noveltybench", folder, *uf_args, check=True)
+    args = ["--partitions", f"bi={files['bi']}", "--partitions", f"uf={out / 'partitions.jsonl'}"]
+    darling("eval", "agreement", *args, "--output", tmp_path / "agree-uf", check=True)
+    settings = json.loads((tmp_path / "agree-uf" / "agreement.json").read_text())["files"]
+    assert settings["bi"]["settings"]["answers of at most 5 words"] == "word overlap"
+    assert settings["uf"]["settings"]["answers of at most 5 words"] == "no rule: the classifier decides"
+    assert settings["uf"]["settings"]["partition"] == "union-find" and ">=" in settings["uf"]["settings"]["threshold"]
+
     darling(
         "eval",
         "agreement",
@@ -121,4 +145,4 @@ def test_two_real_partitions_of_the_same_generations_are_compared(tmp_path, mini
     )
     report = (tmp_path / "agree-nb" / "report.md").read_text()
     assert "1 prompts in both (1 in only one, left out)" in report
-    assert "128 (its DeBERTa)" in report and "| `distinct` in the file | class count | max(partition) |" in report
+    assert "128 (its DeBERTa)" in report and "| `distinct` in the file | max(partition) | max(partition) |" in report

@@ -10,13 +10,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import CLI_ENV, PAPER_TINY_TIMEOUT, vllm_python
+from helpers import CLI_ENV, PAPER_TINY_TIMEOUT, chain_stages, vllm_python
 
 from darling.core.vllm_server import free_port
-from darling.pipeline.stages import STAGE_NAMES
 
-# the math track's chain without a warm-up (paper, paper-tiny)
-CPU_STAGES = [s for s in STAGE_NAMES if s not in ("eval-creative", "rl-warmup")]
+CPU_STAGES = chain_stages("paper-tiny")  # the math track's chain without a warm-up, from the registry
 
 
 @pytest.mark.slow

@@ -9,11 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CPU_CHAIN_TIMEOUT, assert_one_line_error, darling
+from helpers import CPU_CHAIN_TIMEOUT, assert_one_line_error, chain_stages, darling
 
-from darling.pipeline.stages import STAGE_NAMES
-
-CPU_STAGES = [s for s in STAGE_NAMES if s != "eval-creative"]  # the math track's chain (cpu, paper, paper-tiny)
+CPU_STAGES = chain_stages("cpu")  # the math track's chain, from the registry
 
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations. The
 # judge and the policy are the tiny random Qwen3 (tiny:qwen3-lm): this chain tests the cpu preset's commands, their
@@ -82,7 +80,7 @@ def test_a_classifier_below_its_floor_stops_the_chain_before_rl_and_the_rerun_re
     for fragment in ("did not learn its task: validation AUC", "auc_floor = 0.99", "--set classifier.auc_floor"):
         assert fragment in line
     assert records["classifier"]["status"] == "failed" and "rl" not in records and "rl-warmup" in records
-    assert result.stdout.count("skipped") == STAGE_NAMES.index("classifier")  # every stage before it
+    assert result.stdout.count("skipped") == CPU_STAGES.index("classifier")  # every stage before it
     finished = json.loads((run / "stages.json").read_text())["stages"]
     assert finished["classifier"]["attempts"] == 2 and finished["compare"]["status"] == "done"
     floor = finished["classifier"]["summary"]["floor"]

@@ -421,3 +421,13 @@ def write_log(folder, shares: list[float], would: bool = False):
     folder.mkdir(parents=True)
     (folder / "log_history.json").write_text(json.dumps(history))
     return folder
+
+
+def chain_stages(preset: str) -> list[str]:
+    """The stages a preset's chain runs, in order, from the registry (``active_stages``): what a test of a whole run
+    expects, so a new stage needs no test edited to list it."""
+    from darling.pipeline import build_config
+    from darling.pipeline.stage import Plan
+    from darling.pipeline.stages import active_stages
+
+    return [stage.name for stage in active_stages(Plan(build_config(preset, Path("unused-run-folder"))))]
