@@ -7,8 +7,7 @@ command line does to build its flags) must not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from darling.core import lazy_exports
 
 _EXPORTS = {
     "ServedBiEncoderClassifier": "scoring",
@@ -32,9 +31,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'darling.classifier' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"darling.classifier.{_EXPORTS[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

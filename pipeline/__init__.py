@@ -1,12 +1,12 @@
 """``darling pipeline``: the whole DARLING chain in one command, each stage in its own folder of RUN.
 
-datagen (rollouts) -> pairs -> judge labels -> classifier (training pairs; train, calibrate, export) -> RL
-(DARLING and its GRPO baseline) -> eval math (pass@k) -> eval novelty -> eval creative (when asked) -> compare
-(``pipeline/stages/``, one room per stage, ``STAGES`` in this order).
+A GRPO warm-up (when asked) -> datagen (rollouts) -> pairs -> labels -> classifier (training pairs; train,
+calibrate, export) -> RL (DARLING, its GRPO baseline, the other arms) -> eval math (pass@k) -> eval novelty -> eval
+creative (when asked) -> compare: ``pipeline/stages/``, one room per stage, ``STAGES`` the order.
 
 Every stage runs as its ``darling`` commands in their own processes, launched as ``RUN/commands.sh`` launches them
 (``pipeline/script.py`` writes the script, ``pipeline/runner.py`` runs its blocks as written), on CPU and GPU
-alike; each stage's settings are a table of the config (``pipeline/config.py``).
+alike; each stage's settings are a table of the config (declared in ``pipeline/schema.py``).
 
 ```python
 from darling.pipeline import build_config, run_pipeline
@@ -23,8 +23,7 @@ versions, SHA-256 of every input and output file) and ``RUN/run.json`` (the run'
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from darling.core import lazy_exports
 
 # The names load on first use (PEP 562): importing ``darling.pipeline.config`` (what the command line does to build
 # its flags) must not import the runner, and through it every stage's code.
@@ -32,9 +31,4 @@ _EXPORTS = {"PipelineConfig": "config", "build_config": "config", "run_pipeline"
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'darling.pipeline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"darling.pipeline.{_EXPORTS[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

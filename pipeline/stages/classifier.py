@@ -24,10 +24,6 @@ CHECKPOINT = "training/checkpoints/last.ckpt"  # under classifier/: what --resum
 
 @memoised
 def training_pairs_step(plan: Plan) -> Step:
-    return _training_pairs_step(plan)
-
-
-def _training_pairs_step(plan: Plan) -> Step:
     c = plan.config
     wired: dict[str, Any] = {"output": c.run / TRAINING_PAIRS, "seed": c.seed}
     if c.rollouts_from != "none":  # the chat track has no judge labels: human pairs only
@@ -43,10 +39,6 @@ def process_count(devices: str) -> int:
 
 @memoised
 def classifier_step(plan: Plan) -> Step:
-    return _classifier_step(plan)
-
-
-def _classifier_step(plan: Plan) -> Step:
     c = plan.config
     preset = c.classifier.get("preset")
     wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}

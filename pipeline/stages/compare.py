@@ -22,7 +22,7 @@ from darling.pipeline.folders import (
     arm_policy,
 )
 from darling.pipeline.measured_figures import MEASURED_FIGURES
-from darling.pipeline.policies import rl_step, run_folders, training_prompts
+from darling.pipeline.rl_steps import rl_step, run_folders, training_prompts
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, memoised, prompts_link, read_json
 from darling.pipeline.stages.eval_novelty import held_out_settings  # the one room above another: it compares them

@@ -15,7 +15,7 @@ from darling.core.numbers import fmt
 from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.pipeline.folders import LABELS_FOLDER, PAIRS_FOLDER, ROLLOUTS_FOLDER
-from darling.pipeline.policies import rl_settings, start_policy
+from darling.pipeline.rl_steps import rl_settings, start_policy
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Stage, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
@@ -34,10 +34,6 @@ def _with_rollouts(plan: Plan) -> bool:
 # -- datagen: rollouts ---------------------------------------------------------------------------------------------
 @memoised
 def datagen_step(plan: Plan) -> Step:
-    return _datagen_step(plan)
-
-
-def _datagen_step(plan: Plan) -> Step:
     c = plan.config
     wired: dict[str, Any] = {"output": DATAGEN.folder(c.run), "seed": c.seed}
     if c.rollouts_from == "champ":
@@ -175,10 +171,6 @@ DATAGEN = Stage(
 # -- pairs ---------------------------------------------------------------------------------------------------------
 @memoised
 def pairs_step(plan: Plan) -> Step:
-    return _pairs_step(plan)
-
-
-def _pairs_step(plan: Plan) -> Step:
     c = plan.config
     wired = {"rollouts": DATAGEN.folder(c.run), "output": PAIRS.folder(c.run), "seed": c.seed}
     wired["workers"] = c.threads or 0
@@ -251,15 +243,6 @@ PAIRS = Stage(
 def labels_steps(plan: Plan) -> list[Step]:
     """The labels the classifier trains on (``labels/``): the judge's, or with a checker the checker's; with both,
     the judge then labels the same pairs into ``labels-judge/``, scored against the checker (its labels unused)."""
-    return _labels_steps(plan)
-
-
-def labels_step(plan: Plan) -> Step:
-    """The step writing ``labels/``, what ``datagen training-pairs`` reads."""
-    return labels_steps(plan)[0]
-
-
-def _labels_steps(plan: Plan) -> list[Step]:
     c = plan.config
     common = {"pairs": PAIRS.folder(c.run), "seed": c.seed}
     judged = bool(c.labels.get("judge_model"))
@@ -271,6 +254,11 @@ def _labels_steps(plan: Plan) -> list[Step]:
     )
     rule.explicit = tuple(wired)
     return [rule, *([_judge_step(plan, LABELS_JUDGE, {**common, "checker": c.checker})] if judged else [])]
+
+
+def labels_step(plan: Plan) -> Step:
+    """The step writing ``labels/``, what ``datagen training-pairs`` reads."""
+    return labels_steps(plan)[0]
 
 
 def _judge_step(plan: Plan, folder: str, wired: dict[str, Any]) -> Step:

@@ -9,7 +9,7 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.folders import BASE_POLICY, DARLING_POLICY, EVAL_CREATIVE_FOLDER, GRPO_POLICY
-from darling.pipeline.policies import policies
+from darling.pipeline.rl_steps import policies
 from darling.pipeline.script import Block, engine_where
 from darling.pipeline.stage import Plan, Stage, memoised, read_json
 from darling.pipeline.steps import Step, shown, stage_config, threads
@@ -17,10 +17,6 @@ from darling.pipeline.steps import Step, shown, stage_config, threads
 
 @memoised
 def eval_creative_step(plan: Plan) -> Step:
-    return _eval_creative_step(plan)
-
-
-def _eval_creative_step(plan: Plan) -> Step:
     """Every policy written and judged in one ``eval creative`` (its report compares them)."""
     c = plan.config
     wired: dict[str, Any] = {

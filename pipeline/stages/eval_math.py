@@ -9,7 +9,7 @@ from typing import Any
 from darling.core.numbers import pct
 from darling.evals.config import MathEvalConfig
 from darling.pipeline.folders import EVAL_MATH_FOLDER, RL_FOLDER
-from darling.pipeline.policies import policies, rl_step
+from darling.pipeline.rl_steps import policies, rl_step
 from darling.pipeline.script import Block, engine_where, json_text
 from darling.pipeline.stage import Plan, Records, Stage, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
@@ -18,11 +18,7 @@ GENERATORS_FILE = "eval-math.json"  # RUN/inputs/: every policy as an eval-math 
 
 
 @memoised
-def eval_math_steps(plan: Plan) -> list[Step]:
-    return [_eval_math_step(plan)]
-
-
-def _eval_math_step(plan: Plan) -> Step:
+def eval_math_step(plan: Plan) -> Step:
     c = plan.config
     wired = {
         "output": EVAL_MATH.folder(c.run),
@@ -38,12 +34,9 @@ def _eval_math_step(plan: Plan) -> Step:
 def eval_math_block(plan: Plan) -> Block:
     c = plan.config
     models = ", ".join(f"{name} = {run_relative(model, c.run)}" for name, model in policies(plan).items())
-    steps = eval_math_steps(plan)
-    lines = [
-        f"# {models}; all draw the same seeds (paired), prompted as RL trained them",
-        *[step.guarded(c.run) for step in steps],
-    ]
-    return Block(EVAL_MATH.name, engine_where(steps[0].config, "pass@k"), lines, steps)
+    step = eval_math_step(plan)
+    lines = [f"# {models}; all draw the same seeds (paired), prompted as RL trained them", step.guarded(c.run)]
+    return Block(EVAL_MATH.name, engine_where(step.config, "pass@k"), lines, [step])
 
 
 def eval_generator(plan: Plan, name: str, model: str) -> dict:
@@ -58,7 +51,7 @@ def eval_math_inputs(plan: Plan) -> dict[Path, str]:
 
 
 def eval_math_summary(plan: Plan) -> dict[str, Any]:
-    (step,) = eval_math_steps(plan)
+    step = eval_math_step(plan)
     metrics = read_json(Path(step.config.output) / "metrics.json")
     models = {
         name: {"n": m["n"], "problems": m["mean"]["problems"], "pass@k": m["mean"]["pass@k"]}
@@ -127,6 +120,6 @@ EVAL_MATH = Stage(
     runs=lambda plan: plan.config.evaluate_math,
     note=policy_note,
     inputs=eval_math_inputs,
-    problems=lambda plan: list(eval_math_steps(plan)[0].config.problems),
+    problems=lambda plan: list(eval_math_step(plan).config.problems),
     tables=("eval_math",),
 )

@@ -15,8 +15,7 @@ from darling.evals.partitions_config import PartitionsConfig
 from darling.evals.partitions_report import CEILING, RESULT_FILE, cell, table_lines
 from darling.evals.prompt_metrics import PROMPT_METRIC_NAMES, PROMPT_METRICS, mean_key
 from darling.pipeline.folders import BASE_POLICY, CLASSIFIER_FOLDER, EVAL_NOVELTY_FOLDER, NOVELTY_TRAIN
-from darling.pipeline.policies import policies, training_prompts
-from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, reward_urls
+from darling.pipeline.rl_steps import REWARD_SERVERS_FILE, policies, reward_serve_step, reward_urls, training_prompts
 from darling.pipeline.script import Block, engine_where, side_by_side, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, memoised, prompts_link, read_json
 from darling.pipeline.steps import Step, shown, stage_config, table_values, threads

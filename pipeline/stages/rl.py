@@ -12,9 +12,19 @@ from typing import Any
 from darling.core.errors import UserInputError
 from darling.pipeline.config import PipelineConfig, resolved
 from darling.pipeline.folders import GRPO_RUN, RL_FOLDER, WARMUP_FOLDER, arm_folder
-from darling.pipeline.policies import SERVERS_FILE, arm_step, rl_step, rl_steps, serve_step
 from darling.pipeline.resources import accelerate_config
-from darling.pipeline.rl_runs import ACCELERATE_FILE, REWARD_SERVERS_FILE, reward_serve_step, run_section, run_summary
+from darling.pipeline.rl_steps import (
+    ACCELERATE_FILE,
+    REWARD_SERVERS_FILE,
+    SERVERS_FILE,
+    arm_step,
+    reward_serve_step,
+    rl_step,
+    rl_steps,
+    run_section,
+    run_summary,
+    serve_step,
+)
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block, side_by_side, start_in_background, stop_background, stop_pid
 from darling.pipeline.stage import Plan, Stage

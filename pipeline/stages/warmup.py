@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from darling.pipeline.folders import WARMUP_FOLDER
-from darling.pipeline.rl_runs import REWARD_SERVERS_FILE, reward_serve_step, rl_run, run_section, run_summary
+from darling.pipeline.rl_steps import REWARD_SERVERS_FILE, reward_serve_step, rl_run, run_section, run_summary
 from darling.pipeline.script import Block, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, memoised
 from darling.pipeline.steps import Step, block_threads, table_values

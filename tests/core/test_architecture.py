@@ -7,7 +7,7 @@ A module imports only from layers below its own (``|``: siblings that never impo
 lives below both. Inside ``pipeline`` the same holds, so that a stage's tables are declared before any room reads
 them (tables <- config <- the rooms):
 
-    runner -> report | launch_slurm | launch_ray -> stages -> policies -> rl_runs -> stage -> script -> steps
+    runner -> report | launch_slurm | launch_ray -> stages -> rl_steps -> stage -> script -> steps
         -> config -> schema -> tables -> resources | gpu_memory | measured_figures | folders
 
 and the rooms (``pipeline/stages/*.py``) stand alone: none imports another, except ``compare``, which compares the
@@ -25,8 +25,7 @@ PIPELINE_LAYERS = (
     Layer("runner"),
     Layer("report", "launch_slurm", "launch_ray"),
     Layer("stages"),
-    Layer("policies"),
-    Layer("rl_runs"),
+    Layer("rl_steps"),
     Layer("stage"),
     Layer("script"),
     Layer("steps"),

@@ -73,13 +73,13 @@ def log_key_lookups(keys: set[str]):
 def test_trl_log_keys_are_read_through_the_metric_table():
     """TRL's own keys in the training log (reward, loss, grad_norm, entropy, entropy_coef) are named once, in
     core/training_log.py; every reader looks them up through it. The one literal left is a run summary's own field
-    ``reward`` (the reward's description, pipeline/rl_runs.py's ``s["reward"]``), not the log's key."""
+    ``reward`` (the reward's description, pipeline/rl_steps.py's ``s["reward"]``), not the log's key."""
     from darling.core.training_log import TRL_KEYS
 
     found = [
         (where, key, what)
         for where, key, what in log_key_lookups(set(TRL_KEYS))
-        if not (where.startswith("pipeline/rl_runs.py") and what == "s[...]" and key == "reward")
+        if not (where.startswith("pipeline/rl_steps.py") and what == "s[...]" and key == "reward")
     ]
     assert not found, found
 

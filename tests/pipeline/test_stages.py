@@ -76,7 +76,7 @@ def test_a_runs_plan_builds_each_commands_config_once(tmp_path, monkeypatch):
 def test_a_step_is_kept_by_its_builder_and_arguments_not_by_a_name(tmp_path):
     """Steps are memoised by the plan, keyed by the builder and its bound arguments: one call however it is spelled,
     another argument another step, and another plan its own."""
-    from darling.pipeline.policies import arm_step, rl_step
+    from darling.pipeline.rl_steps import arm_step, rl_step
 
     plan = Plan(build_config("cpu-arms", tmp_path / "run"))
     assert rl_step(plan) is rl_step(plan, grpo=False) is rl_step(plan, False)
@@ -105,7 +105,7 @@ def test_the_rl_step_table_is_read_from_the_training_log_table():
     """The report's per-step columns are the training-log metrics that name a column, in the table's order; a
     GRPO run shows the share DARLING's term would have changed, in parentheses, where DARLING's shows its own."""
     from darling.core.training_log import GROUPS_CHANGED, PAIRS_SAVED, STEP_COLUMNS, WOULD_CHANGE
-    from darling.pipeline.rl_runs import run_section
+    from darling.pipeline.rl_steps import run_section
 
     darling = {"step": 1, GROUPS_CHANGED.key: 0.25, "darling/classifier_pairs": 56, PAIRS_SAVED.key: 3, "loss": 0.5}
     grpo = {"step": 1, GROUPS_CHANGED.key: 0.0, WOULD_CHANGE.key: 0.5}
