@@ -38,7 +38,8 @@ PACKAGED_PROMPT_SETS = (
     "items-phrase-train",
     "items-phrase-heldout",
 )
-BUILTIN_SOURCES = ("champ", "arithmetic", *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
+GENERATED_SETS = ("champ", "arithmetic")  # built in code (CHAMP's from its package), no file of ours
+BUILTIN_SOURCES = (*GENERATED_SETS, *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
 
 
 def _first_present(record: Mapping[str, Any], fields: tuple[str, ...]) -> str | None:

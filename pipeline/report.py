@@ -14,10 +14,8 @@ from typing import Any
 
 from darling.core.numbers import MISSING, fmt
 from darling.core.shards import atomic_write_bytes
-from darling.datagen.champ import champ_path
-from darling.datagen.problems import packaged_problem_file
+from darling.datagen.problems import GENERATED_SETS, packaged_problem_file
 from darling.pipeline.config import to_json
-from darling.pipeline.folders import CLASSIFIER_FOLDER
 from darling.pipeline.gpu_memory import peaks_line
 from darling.pipeline.script import COMMANDS_FILE
 from darling.pipeline.stage import Plan, Stage
@@ -118,21 +116,13 @@ def package_versions() -> dict[str, str | None]:
 
 
 def used_inputs(plan: Plan, records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Files the run read: the pipeline's own inputs/, CHAMP's dataset file, NoveltyBench's built-in pairs
-    (when mixed in), packaged problem sets (aime24, ...); built-ins generated in code and hub datasets are
-    listed by name only."""
-    config = plan.config
+    """Files the run read: the pipeline's own inputs/, what each stage read from outside RUN (``Stage.files_read``:
+    CHAMP's dataset file, NoveltyBench's built-in pairs when mixed in), packaged problem sets (aime24, ...);
+    built-ins generated in code and hub datasets are listed by name only."""
     found: list[dict[str, Any]] = []
     for path in input_files(plan):
         found.append({"role": "input", "path": str(path)})
-    if config.rollouts_from == "champ":
-        try:
-            found.append({"role": "champ_dataset", "path": str(champ_path())})
-        except Exception:  # the package is absent: nothing was imported from it either
-            found.append({"role": "champ_dataset", "path": None, "note": "champ-dataset package not installed"})
-    data = (records.get(CLASSIFIER_FOLDER, {}).get("summary") or {}).get("data") or {}
-    if data.get("noveltybench_file"):
-        found.append({"role": "noveltybench_pairs", "path": data["noveltybench_file"]})
+    found += [entry for stage in active_stages(plan) for entry in stage.files_read(plan, records)]
     specs = [spec for stage in active_stages(plan) for spec in stage.problems(plan)]
     for spec in dict.fromkeys(specs):
         path = Path(spec)
@@ -143,7 +133,7 @@ def used_inputs(plan: Plan, records: dict[str, dict[str, Any]]) -> list[dict[str
         elif path.is_dir():  # Parquet shards or a save_to_disk folder: every file in it
             found += [{"role": "problems", "path": str(f.resolve())} for f in sorted(path.rglob("*")) if f.is_file()]
         else:
-            builtin = spec in ("arithmetic", "champ")
+            builtin = spec in GENERATED_SETS
             note = "built in (generated in code, seeded)" if builtin else "hub dataset (by name, from the local cache)"
             found.append({"role": "problems", "name": spec, "note": note})
     for entry in found:

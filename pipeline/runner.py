@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,16 +27,18 @@ from darling.core.devices import cuda_available
 from darling.core.errors import UserInputError
 from darling.core.gpu_memory import GIB, LOG_ENV, STAGE_ENV
 from darling.core.shards import atomic_write_bytes
-from darling.evals.study import render_pooled, study
+from darling.evals.study import render_pooled
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.gpu_memory import HEADROOM, MEMORY_LOG, fit_side_by_side, stage_peaks
 from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
 from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs, write_study_script
-from darling.pipeline.stage import Plan
+from darling.pipeline.stage import Plan, read_json
 from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
 from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, STUDY_SCRIPT, study_steps
+
+STUDY_BLOCK = "study"  # RUN/logs/study.log: what RUN/study.sh printed
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
@@ -213,7 +216,7 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
 
     steps = study_steps(config)
     config.run.mkdir(parents=True, exist_ok=True)
-    write_study_script(config, STUDY_SCRIPT, steps)
+    script = write_study_script(config, STUDY_SCRIPT, steps)
     with ThreadPoolExecutor(max_workers=config.seed_jobs) as pool:  # each seed's stages are processes of their own
         futures = {seed: pool.submit(one_seed, seed) for seed in config.seeds}
     errors = {seed: f.exception() for seed, f in futures.items() if f.exception() is not None}
@@ -226,10 +229,11 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     statuses = {r["status"] for r in results.values()}
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
-    pooled = {}
+    # The study runs as RUN/study.sh, as every stage runs as its block of commands.sh: rerunning it makes the same.
+    run_block(config, Block(STUDY_BLOCK, "CPU, seconds", [f"bash {shlex.quote(str(script))}"], steps), 1, log)
+    pooled = {step.name: read_json(Path(step.config.output) / "study.json") for step in steps}
     for step in steps:
-        result = study(step.config)
-        pooled[step.name] = result
+        result = pooled[step.name]
         for metric, figures in result["metrics"].items():
             lo, hi = figures["pooled"]["interval"]
             log(f"{step.name}: {metric}: {result['pair']} = {figures['pooled']['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]")

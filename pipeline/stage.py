@@ -89,6 +89,14 @@ def _no_problems(plan: Plan) -> list[str]:
     return []
 
 
+def _no_design_notes(plan: Plan) -> list[str]:
+    return []
+
+
+def _no_files_read(plan: Plan, records: Records) -> list[dict[str, Any]]:
+    return []
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -106,8 +114,12 @@ class Stage:
     check: Callable[[Plan], None] = _no_check
     # a few lines from its summary for the report's opening section (what the run shows); none: it has none
     lead: Callable[[dict[str, Any]], list[str]] = lambda summary: []
-    # the tables its commands read (``darling.pipeline.config.TABLES``: each declared there, once), its own first
+    # the tables its commands read (``darling.pipeline.schema.TABLES``: each declared there, once), its own first
     tables: tuple[str, ...] = ()
+    # what it does by design that a reader could mistake for a rescue, said (``note:``) before the chain starts
+    design_notes: Callable[[Plan], list[str]] = _no_design_notes
+    # files its commands read from outside RUN (a package's dataset file), for the manifest: {"role", "path", ...}
+    files_read: Callable[[Plan, Records], list[dict[str, Any]]] = _no_files_read
 
     @property
     def table(self) -> str:

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from darling.pipeline.config import PipelineConfig
-from darling.pipeline.folders import GRPO_RUN, arm_folder
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block
 from darling.pipeline.stage import Plan, Stage, memoised
-from darling.pipeline.stages.classifier import CLASSIFIER, training_pairs_step
+from darling.pipeline.stages.classifier import CLASSIFIER
 from darling.pipeline.stages.compare import COMPARE
-from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS, labels_step
+from darling.pipeline.stages.datagen import DATAGEN, LABELS, PAIRS
 from darling.pipeline.stages.eval_creative import EVAL_CREATIVE
 from darling.pipeline.stages.eval_math import EVAL_MATH
-from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY, held_out_settings
+from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY
 from darling.pipeline.stages.rl import RL
 from darling.pipeline.stages.warmup import WARMUP
 from darling.pipeline.steps import input_path
 from darling.pipeline.tables import INPUTS_PREFIX
-from darling.rl.methods import METHODS
 
 STAGES: tuple[Stage, ...] = (
     WARMUP,
@@ -78,33 +75,6 @@ def input_files(plan: Plan) -> dict[Path, str]:
 
 
 def plan_notes(plan: Plan) -> list[str]:
-    """What the chain does by design that a reader could mistake for a rescue, said before it starts."""
-    config: PipelineConfig = plan.config
-    notes = []
-    if config.classifier_from == "import":
-        source = config.import_classifier["source"]
-        notes.append(f"the classifier is {source}, imported, not trained: no training pairs are used")
-    elif config.rollouts_from == "none":
-        data = training_pairs_step(plan).config
-        notes.append(
-            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs: the chat track has "
-            "no rollouts or judge"
-        )
-    elif (data := training_pairs_step(plan).config).source == "human":
-        judge = labels_step(plan).config.judge_model
-        notes.append(
-            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs by design: "
-            f"{judge} cannot tell solution strategies apart (as a judge it calls nearly every pair 'same strategy'); "
-            "the judge stage still runs and its verdicts are reported, not trained on"
-        )
-    if config.grpo_baseline:
-        notes.append(
-            f"{RL.name}/ (DARLING) and {GRPO_RUN}/ (GRPO: quality only) train with the same settings and seeds, and "
-            f"are compared with the base policy on {held_out_settings(plan).prompts}"
-        )
-    for method in config.arms:
-        notes.append(
-            f"{arm_folder(method)}/ ({method}: {METHODS[method].about}) trains from the same start with the same "
-            "settings and seeds, and is compared with GRPO and with DARLING"
-        )
-    return notes
+    """What the chain does by design that a reader could mistake for a rescue, said before it starts: each running
+    stage's own (``Stage.design_notes``), in chain order."""
+    return [note for stage in active_stages(plan) for note in stage.design_notes(plan)]

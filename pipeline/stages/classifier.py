@@ -15,7 +15,7 @@ from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
 from darling.pipeline.folders import CLASSIFIER_FOLDER, LABELS_FOLDER
 from darling.pipeline.script import Block
-from darling.pipeline.stage import Plan, Stage, memoised, read_json
+from darling.pipeline.stage import Plan, Records, Stage, memoised, read_json
 from darling.pipeline.steps import Step, named_in, shown, stage_config, threads
 
 TRAINING_PAIRS = "training-pairs"  # RUN/training-pairs/: what train-classifier trains on
@@ -188,6 +188,35 @@ def classifier_check(plan: Plan) -> None:
         raise UserInputError("classifier_from=import needs [import_classifier] source (a folder or hub name)")
 
 
+def classifier_design_notes(plan: Plan) -> list[str]:
+    """Where the classifier's pairs come from when that is by design, not a fallback."""
+    config = plan.config
+    if config.classifier_from == "import":
+        return [
+            f"the classifier is {config.import_classifier['source']}, imported, not trained: no training pairs are used"
+        ]
+    data = training_pairs_step(plan).config
+    if config.rollouts_from == "none":
+        return [
+            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs: the chat track has "
+            "no rollouts or judge"
+        ]
+    if data.source == "human":
+        judge = config.labels.get("judge_model", "the judge")
+        return [
+            f"the classifier trains on {data.human_pairs} of NoveltyBench's human-labelled pairs by design: "
+            f"{judge} cannot tell solution strategies apart (as a judge it calls nearly every pair 'same strategy'); "
+            "the judge stage still runs and its verdicts are reported, not trained on"
+        ]
+    return []
+
+
+def human_pairs_file_read(plan: Plan, records: Records) -> list[dict[str, Any]]:
+    """NoveltyBench's human-labelled pairs file, when the training pairs mixed some in."""
+    data = (records.get(CLASSIFIER_FOLDER, {}).get("summary") or {}).get("data") or {}
+    return [{"role": "noveltybench_pairs", "path": data["noveltybench_file"]}] if data.get("noveltybench_file") else []
+
+
 CLASSIFIER = Stage(
     CLASSIFIER_FOLDER,
     "Equivalence classifier: train, calibrate, export",
@@ -202,4 +231,6 @@ CLASSIFIER = Stage(
         ("model card", "classifier/README.md"),
     ),
     tables=("training_pairs", "classifier", "import_classifier"),
+    design_notes=classifier_design_notes,
+    files_read=human_pairs_file_read,
 )

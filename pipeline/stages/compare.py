@@ -204,6 +204,13 @@ def compare_lead(s: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def compare_design_notes(plan: Plan) -> list[str]:
+    """What DARLING is compared with, and on which prompts."""
+    if not plan.config.grpo_baseline:
+        return []
+    return [f"DARLING and GRPO are compared with the base policy on {held_out_settings(plan).prompts}"]
+
+
 COMPARE = Stage(
     COMPARE_FOLDER,
     "DARLING against GRPO and the base policy",
@@ -213,4 +220,5 @@ COMPARE = Stage(
     placement="cpu",
     lead=compare_lead,
     tables=("compare",),
+    design_notes=compare_design_notes,
 )

@@ -12,12 +12,13 @@ from typing import Any
 from darling.core.checkers import get_checker
 from darling.core.errors import UserInputError
 from darling.core.numbers import fmt
+from darling.datagen.champ import champ_path
 from darling.datagen.checker_labels import CHECKER_ENGINE
 from darling.datagen.config import JudgeConfig, PairConfig, RolloutConfig
 from darling.pipeline.folders import LABELS_FOLDER, PAIRS_FOLDER, ROLLOUTS_FOLDER
 from darling.pipeline.rl_steps import rl_settings, start_policy
 from darling.pipeline.script import Block, engine_where, json_text
-from darling.pipeline.stage import Plan, Stage, memoised, read_json
+from darling.pipeline.stage import Plan, Records, Stage, memoised, read_json
 from darling.pipeline.steps import Step, input_path, run_relative, shown, stage_config, threads
 
 GENERATORS_FILE = "generators.json"  # RUN/inputs/: [datagen] generators, as datagen rollouts --generators reads it
@@ -154,6 +155,16 @@ def generated_problems(plan: Plan) -> list[str]:
     return [str(c.datagen.get("problems"))] if c.rollouts_from == "generate" else []
 
 
+def champ_file_read(plan: Plan, records: Records) -> list[dict[str, Any]]:
+    """CHAMP's dataset file, when the rollouts are imported from it."""
+    if plan.config.rollouts_from != "champ":
+        return []
+    try:
+        return [{"role": "champ_dataset", "path": str(champ_path())}]
+    except Exception:  # the package is absent: nothing was imported from it either
+        return [{"role": "champ_dataset", "path": None, "note": "champ-dataset package not installed"}]
+
+
 DATAGEN = Stage(
     ROLLOUTS_FOLDER,
     "Data generation: rollouts",
@@ -165,6 +176,7 @@ DATAGEN = Stage(
     check=datagen_check,
     problems=generated_problems,
     tables=("datagen",),
+    files_read=champ_file_read,
 )
 
 

@@ -150,6 +150,22 @@ def rl_check(plan: Plan) -> None:
             )
 
 
+def rl_design_notes(plan: Plan) -> list[str]:
+    """Which runs train side by side, and from where."""
+    config = plan.config
+    notes = []
+    if config.grpo_baseline:
+        notes.append(
+            f"{RL_FOLDER}/ (DARLING) and {GRPO_RUN}/ (GRPO: quality only) train with the same settings and seeds"
+        )
+    for method in config.arms:
+        notes.append(
+            f"{arm_folder(method)}/ ({method}: {METHODS[method].about}) trains from the same start with the same "
+            "settings and seeds, and is compared with GRPO and with DARLING"
+        )
+    return notes
+
+
 RL = Stage(
     RL_FOLDER,
     "RL: DARLING, and the GRPO baseline beside it",
@@ -160,4 +176,5 @@ RL = Stage(
     inputs=rl_inputs,
     check=rl_check,
     tables=("rl", "rl_grpo", "rl_arms", "serve", "serve_reward"),
+    design_notes=rl_design_notes,
 )

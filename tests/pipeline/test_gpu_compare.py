@@ -102,6 +102,7 @@ def test_gpu_compare_chain_at_tiny_size_runs_seeds_side_by_side_and_pools_them(t
     assert sorted(map(str, pooled["seeds"])) == ["1", "2"] and pooled["pair"] == PAIRS[""]
     assert "novelty/distinct_answers" in pooled["metrics"]
     assert not (run / "study-train").exists()
+    assert (run / "logs" / "study.log").read_text().startswith("== study, attempt 1")  # the run ran study.sh itself
     written = (run / "study" / "study.json").read_bytes()
     rerun = subprocess.run(["bash", run / "study.sh"], env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
     assert rerun.returncode == 0 and (run / "study" / "study.json").read_bytes() == written
