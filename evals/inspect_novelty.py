@@ -53,7 +53,7 @@ ANSWERS = "all_completions"  # inspect_evals' metadata key for a sample's k answ
 SCORED = {"distinct_k": "distinct", "utility_k": "utility", "vendi": "vendi"}
 RULE_QUALITIES = QUALITIES[1:]  # every open-ended one (math needs a reference answer, which these prompts lack)
 # eval novelty's defaults, the task's and scorer's too: each setting is declared once, in NoveltyConfig.
-DEFAULT = {f.name: f.default for f in fields(NoveltyConfig)}
+DEFAULT: dict[str, Any] = {f.name: f.default for f in fields(NoveltyConfig)}
 
 
 @task

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, darling, darling_in_process
+from helpers import ARMS_CHAIN_TIMEOUT, TINY_CHAIN, assert_one_line_error, chain_stages, darling, darling_in_process
 
 ARMS = ("darling-ngram", "darling-add", "entropy", "passk")
 
@@ -61,7 +61,7 @@ def test_the_items_presets_run_the_papers_chain_on_the_item_prompts(tmp_path, pr
     assert result.returncode == 0, result.stderr
     script = (tmp_path / "run" / "commands.sh").read_text()
     blocks = [block.split(" ", 2)[1] for block in script.split("# == ")[1:]]
-    assert blocks == ["rl-warmup", "datagen", "pairs", "labels", "classifier", "rl", "eval-novelty", "compare"]
+    assert blocks == chain_stages(preset) and blocks[0] == "rl-warmup" and "eval-math" not in blocks  # no pass@k
     runs = rl_lines(script)
     assert set(runs) == {"rl", "rl-grpo", "rl-darling-ngram", "rl-checker-ceiling"}
     assert runs["rl-checker-ceiling"].replace(" --checker items", "") == runs["rl"]  # the method (and its checker)
@@ -123,7 +123,7 @@ def test_the_item_chain_and_four_arms_train_evaluate_and_compare_at_tiny_size(tm
     result = darling(*command, timeout=ARMS_CHAIN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     records = json.loads((run / "stages.json").read_text())["stages"]
-    assert list(records) == ["rl-warmup", "datagen", "pairs", "labels", "classifier", "rl", "eval-novelty", "compare"]
+    assert list(records) == chain_stages("cpu-items") and "eval-math" not in records
     assert all(r["status"] == "done" for r in records.values())
     rollouts = records["datagen"]["summary"]
     assert rollouts["rollouts"] == 6 and rollouts["models"] == ["start"] and "checker" in rollouts  # 2 prompts x 3

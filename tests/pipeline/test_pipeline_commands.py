@@ -19,7 +19,7 @@ from darling.core.errors import UserInputError
 from darling.pipeline import build_config
 from darling.pipeline.script import render_script
 from darling.pipeline.stage import Plan
-from darling.pipeline.stages import STAGE_NAMES, blocks
+from darling.pipeline.stages import STAGE_NAMES, active_stages, blocks
 
 
 # -- fast: settings, commands.sh, the runner -----------------------------------------------------------------------
@@ -499,12 +499,13 @@ def test_slurm_jobs_for_two_nodes_parse_to_the_steps_configs(tmp_path):
     jobs = re.findall(r"sbatch --parsable(?: --dependency=\"afterok:\$prev\")? (\S+)\)", submit)
     assert jobs == [f"{i:02d}-{s.name}.sbatch" for i, s in enumerate(stages, 1)]
     assert submit.count('--dependency="afterok:$prev"') == len(stages) - 1
+    placed = {stage.name: stage.placement for stage in active_stages(Plan(config))}  # the registry's placements
     for name, stage in zip(jobs, stages, strict=True):
         text = (run / SLURM_DIR / name).read_text()
         assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, name
-        nodes = 2 if stage.name in ("classifier", "rl") else 1
+        nodes = 2 if placed[stage.name] == "nodes" else 1
         assert f"#SBATCH --nodes={nodes}\n" in text and "#SBATCH --partition=gpu\n" in text, name
-        assert ("#SBATCH --gpus-per-node=8\n" in text) == (stage.name not in ("pairs", "compare")), name
+        assert ("#SBATCH --gpus-per-node=8\n" in text) == (placed[stage.name] != "cpu"), name
         lines = darling_commands(text.replace('"$HEAD_NODE"', "node-0").replace("$HEAD_NODE", "node-0"), run)
         assert len(lines) == len(stage.steps), name
         for (launcher, words), step in zip(lines, stage.steps, strict=True):

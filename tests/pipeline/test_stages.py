@@ -50,8 +50,10 @@ def test_blocks_records_and_report_sections_follow_the_registry(tmp_path, preset
 def test_slurm_jobs_take_their_placement_from_the_registry(tmp_path):
     config = build_config("paper", tmp_path / "run", nodes="2", gpus_per_node="8", launcher="slurm")
     jobs = {block.name: stage_job(i, block, config) for i, block in enumerate(blocks(Plan(config)), 1)}
-    assert {n for n, job in jobs.items() if job.nodes == 2} == {"classifier", "rl"}
-    assert {n for n, job in jobs.items() if job.gpus_per_node == 0} == {"pairs", "compare"}
+    placed = {stage.name: stage.placement for stage in active_stages(Plan(config))}
+    assert {n for n, job in jobs.items() if job.nodes == 2} == {n for n, p in placed.items() if p == "nodes"}
+    assert {n for n, job in jobs.items() if job.gpus_per_node == 0} == {n for n, p in placed.items() if p == "cpu"}
+    assert {"classifier", "rl"} <= {n for n, p in placed.items() if p == "nodes"}  # the training stages span nodes
 
 
 def test_a_runs_plan_builds_each_commands_config_once(tmp_path, monkeypatch):
