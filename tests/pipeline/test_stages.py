@@ -4,6 +4,7 @@ sections and SLURM jobs derived from it."""
 import pytest
 
 from darling.pipeline import build_config
+from darling.pipeline.config import PipelineConfig
 from darling.pipeline.launch_slurm import stage_job
 from darling.pipeline.report import render_report
 from darling.pipeline.schema import TABLES
@@ -171,3 +172,12 @@ def test_the_rl_section_names_the_engine_that_trained():
     for engine, trainer in (("trl", "TRL GRPOTrainer;"), ("verl", "verl main_ppo;")):
         summary = {"runs": {}, "side_by_side": False, "served_classifier": False, "engine": engine}
         assert rl_section(summary)[0].startswith(trainer)
+
+
+@pytest.mark.parametrize("preset", PipelineConfig.preset_names())
+def test_every_presets_blocks_wire_only_the_keys_their_tables_declare(tmp_path, preset):
+    """Every preset's plan built: each step's wired keys checked against its table's Section (``check_wired``) here,
+    not first when a run reaches that stage."""
+    config = build_config(preset, tmp_path / "run")
+    assert [block.name for block in blocks(Plan(config))] == [s.name for s in active_stages(Plan(config))]
+    assert all(step.config for block in blocks(Plan(config)) for step in block.steps)
