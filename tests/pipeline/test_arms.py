@@ -48,7 +48,13 @@ def test_cpu_arms_dry_run_trains_every_arm_with_darlings_settings_and_compares_e
 
 
 @pytest.mark.parametrize(
-    "preset, form", [("cpu-items", "items"), ("gpu-items", "items"), ("cpu-items-phrase", "items-phrase")]
+    "preset, form",
+    [
+        ("cpu-items", "items"),
+        ("gpu-items", "items"),
+        ("cpu-items-phrase", "items-phrase"),
+        ("gpu-items-phrase", "items-phrase"),
+    ],
 )
 def test_the_items_presets_run_the_papers_chain_on_the_item_prompts(tmp_path, preset, form):
     """The item chain (issue 61): the warm-up first; its own answers to the RL prompts, paired and labelled by the item
