@@ -1,6 +1,6 @@
 """Generation engines behind one small interface: chat requests in, completions (or a recorded failure) out.
 
-- ``hf``: transformers ``generate`` in this process (CPU default; SmolLM2-135M-Instruct on a laptop).
+- ``hf``: transformers ``generate`` in this process, alike requests batched (``darling.core.hf_engine``; CPU default).
 - ``openai``: any OpenAI-compatible server (``vllm serve``, SGLang, hosted APIs) with a concurrency limit,
   timeouts and bounded retries with backoff; the API key is read from an environment variable and never
   written anywhere.
@@ -15,166 +15,17 @@ caller records it as failed and a rerun retries it. Nothing here turns a failure
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
-from darling.core.devices import resolve_device
 from darling.core.engine_api import ENGINE_NAMES, ChatRequest, ChatResult, Completion, Engine, check_request
 from darling.core.engine_config import EngineConfig, engine_options
 from darling.core.errors import UserInputError
+from darling.core.hf_engine import HFEngine, free_accelerator_memory
 from darling.core.local_models import resolve_model
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.ray_engine import RayDataEngine
 from darling.core.vllm_engine import VLLMServerEngine
-
-
-def _resolve(model: str) -> str:
-
-    return resolve_model(model)
-
-
-class HFEngine:
-    """transformers ``generate`` in this process, one request at a time (the CPU / small-model engine).
-
-    Per request: one ``generate`` call with ``num_return_sequences=n`` (greedy at temperature 0: computed
-    once, repeated n times); ``torch.manual_seed(seed)`` first when the request has a seed, so its texts do
-    not depend on what ran before. ``top_k`` is off, as in the OpenAI/vLLM semantics. ``choices``: each
-    choice (followed by EOS, so a choice that is a prefix of another is not favoured) is scored by its
-    log-likelihood after the prompt; temperature 0 takes the best, otherwise samples from
-    softmax(loglik / temperature). ``regex`` is refused: constrained decoding needs a server or vLLM.
-    """
-
-    name = "hf"
-
-    def __init__(
-        self, device: str = "auto", dtype: str = "float32", threads: int | None = None, trust_remote_code: bool = False
-    ):
-        self.device, self.dtype, self.threads = resolve_device(device), dtype, threads
-        self.trust_remote_code = trust_remote_code
-        self._model_name: str | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
-
-    def _load(self, model: str) -> None:
-        if self._model_name == model:
-            return
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        self.close()
-        path = _resolve(model)
-        dtype = "auto" if self.dtype == "auto" else getattr(torch, self.dtype, None)
-        if not (dtype == "auto" or isinstance(dtype, torch.dtype)):
-            raise UserInputError(f"hf engine: unknown dtype {self.dtype!r} (float32, bfloat16, float16, auto)")
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
-            lm = AutoModelForCausalLM.from_pretrained(
-                path, dtype=dtype, use_safetensors=True, trust_remote_code=self.trust_remote_code
-            )
-        except OSError as exc:
-            raise UserInputError(f"{model}: cannot load the model ({exc})") from None
-        # As the Module it is: typeshed cannot bind PreTrainedModel.to, a functools.wraps of Module.to.
-        lm_module = cast(torch.nn.Module, lm)
-        self._tokenizer, self._model, self._model_name = tokenizer, lm_module.to(self.device).eval(), model
-        eos = lm.generation_config.eos_token_id
-        eos = [eos] if isinstance(eos, int) else list(eos or [])
-        self._eos = set(eos) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
-        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self._eos)
-
-    def close(self) -> None:
-        if self._model is not None:
-            self._model = self._tokenizer = self._model_name = None
-            _free_accelerator_memory()
-
-    def run(self, model: str, requests: Sequence[ChatRequest], on_result: Callable[[ChatResult], None]) -> None:
-        for request in requests:
-            check_request(request)
-            if request.regex is not None:
-                raise UserInputError("the hf engine cannot follow a regex; use --engine openai/vllm or choices")
-        import torch
-        from jinja2 import TemplateError
-
-        oom = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-        self._load(model)
-        if self.threads:
-            torch.set_num_threads(self.threads)
-        for request in requests:
-            try:
-                result = self._serve(request)
-            except (TemplateError, oom) as exc:  # this request's problem, not the run's
-                _free_accelerator_memory()
-                result = ChatResult(request, error=f"{type(exc).__name__}: {exc}")
-            on_result(result)
-
-    def _prompt_ids(self, request: ChatRequest):
-        text = self._tokenizer.apply_chat_template(list(request.messages), tokenize=False, add_generation_prompt=True)
-        return self._tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids.to(self.device)
-
-    def _serve(self, request: ChatRequest) -> ChatResult:
-        import torch
-
-        s = request.sampling
-        if s.seed is not None:
-            torch.manual_seed(s.seed)
-        prompt = self._prompt_ids(request)
-        with torch.inference_mode():
-            if request.choices is not None:
-                return ChatResult(request, self._choose(request, prompt))
-            sample = s.temperature > 0
-            out = self._model.generate(
-                prompt,
-                attention_mask=torch.ones_like(prompt),
-                do_sample=sample,
-                temperature=s.temperature if sample else None,
-                top_p=s.top_p if sample else None,
-                top_k=0 if sample else None,
-                max_new_tokens=s.max_tokens,
-                num_return_sequences=s.n if sample else 1,
-                pad_token_id=self._pad,
-            )
-        completions = [self._completion(row[prompt.shape[1] :].tolist()) for row in out]
-        return ChatResult(request, tuple(completions * (1 if sample else s.n)))
-
-    def _completion(self, tokens: list[int]) -> Completion:
-        end = next((i for i, t in enumerate(tokens) if t in self._eos), None)
-        if end is not None:
-            tokens = tokens[: end + 1]
-        text = self._tokenizer.decode(tokens, skip_special_tokens=True)
-        return Completion(text, "stop" if end is not None else "length", len(tokens))
-
-    def _choose(self, request: ChatRequest, prompt) -> tuple[Completion, ...]:
-        import torch
-
-        s, tok, choices = request.sampling, self._tokenizer, request.choices
-        assert choices is not None  # _serve asks this only of requests with choices
-        eos = tok.eos_token_id if tok.eos_token_id is not None else min(self._eos)
-        options = [tok(c, add_special_tokens=False).input_ids + [eos] for c in choices]
-        width = max(map(len, options))
-        p = prompt.shape[1]
-        batch = torch.full((len(options), p + width), self._pad, dtype=torch.long, device=self.device)
-        mask = torch.zeros_like(batch)
-        for i, ids in enumerate(options):
-            batch[i, :p], batch[i, p : p + len(ids)] = prompt[0], torch.tensor(ids, device=self.device)
-            mask[i, : p + len(ids)] = 1
-        logprobs = torch.log_softmax(self._model(batch, attention_mask=mask).logits[:, p - 1 : -1].float(), dim=-1)
-        picked = logprobs.gather(-1, batch[:, p:, None])[..., 0] * mask[:, p:]
-        scores = picked.sum(dim=1).cpu()
-        if s.temperature > 0:
-            indices = torch.multinomial(torch.softmax(scores / s.temperature, dim=0), s.n, replacement=True).tolist()
-        else:
-            indices = [int(scores.argmax())] * s.n
-        return tuple(Completion(choices[i], "stop", len(options[i])) for i in indices)
-
-
-def _free_accelerator_memory() -> None:
-    gc.collect()
-    try:
-        import torch
-    except ImportError:
-        return
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 class OfflineVLLMEngine:
@@ -228,14 +79,14 @@ class OfflineVLLMEngine:
         vllm = self._vllm()
         if self._model_name != model:
             self.close()
-            self._llm = vllm.LLM(model=_resolve(model), **self.options)
+            self._llm = vllm.LLM(model=resolve_model(model), **self.options)
             self._model_name = model
         return self._llm
 
     def close(self) -> None:
         if self._llm is not None:
             self._llm = self._model_name = None
-            _free_accelerator_memory()
+            free_accelerator_memory()
 
     def _params(self, request: ChatRequest):
         from vllm import SamplingParams
