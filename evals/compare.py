@@ -75,12 +75,20 @@ def per_prompt_figures(folder: Path, score: QualityScorer | None, max_words: int
         for row in per_prompt.to_dicts()
     }
     frame = pl.read_parquet(scores_file).sort("prompt_id", "sample_index")
+    if score is not None:  # every answer scored in one call (the encoder's batches), then looked up per prompt
+        score = scored_once(score, frame["prompt"].to_list(), [t.strip() for t in frame["response"].to_list()])
     for (prompt_id,), group in frame.group_by("prompt_id", maintain_order=True):
         if str(prompt_id) not in out:
             continue
         texts = [text.strip() for text in group["response"].to_list()]
         out[str(prompt_id)].update(compared_figures(group["prompt"].to_list(), texts, max_words, score))
     return out
+
+
+def scored_once(score: QualityScorer, prompts: list[str], answers: list[str]) -> QualityScorer:
+    """``score`` of these answers computed at once; the scorer returned looks them up."""
+    known = dict(zip(zip(prompts, answers, strict=True), score(prompts, answers), strict=True))
+    return lambda ps, ts: [known[(p, t)] for p, t in zip(ps, ts, strict=True)]
 
 
 def paired_difference(a: list[float], b: list[float], seed: int = 0, level: float = 0.95) -> dict[str, Any]:
