@@ -15,6 +15,7 @@ and every model of a paired comparison draws the same noise.
 from __future__ import annotations
 
 import gc
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any, cast
@@ -224,23 +225,37 @@ class HFEngine:
     def _choose(self, request: ChatRequest, prompt_ids: list[int]) -> tuple[Completion, ...]:
         import torch
 
-        s, tok, choices = request.sampling, self._tokenizer, request.choices
+        s, choices = request.sampling, request.choices
         assert choices is not None  # _serve asks this only of requests with choices
-        prompt = torch.tensor(prompt_ids, device=self.device)
-        eos = tok.eos_token_id if tok.eos_token_id is not None else min(self._eos)
-        options = [tok(c, add_special_tokens=False).input_ids + [eos] for c in choices]
-        width = max(map(len, options))
-        p = len(prompt_ids)
-        batch = torch.full((len(options), p + width), self._pad, dtype=torch.long, device=self.device)
-        mask = torch.zeros_like(batch)
-        for i, ids in enumerate(options):
-            batch[i, :p], batch[i, p : p + len(ids)] = prompt, torch.tensor(ids, device=self.device)
-            mask[i, : p + len(ids)] = 1
-        logprobs = torch.log_softmax(self._model(batch, attention_mask=mask).logits[:, p - 1 : -1].float(), dim=-1)
-        picked = logprobs.gather(-1, batch[:, p:, None])[..., 0] * mask[:, p:]
-        scores = picked.sum(dim=1).cpu()
+        lengths, scores = self._choice_scores(prompt_ids, choices)
         if s.temperature > 0:
             indices = torch.multinomial(torch.softmax(scores / s.temperature, dim=0), s.n, replacement=True).tolist()
         else:
             indices = [int(scores.argmax())] * s.n
-        return tuple(Completion(choices[i], "stop", len(options[i])) for i in indices)
+        return tuple(Completion(choices[i], "stop", lengths[i]) for i in indices)
+
+    def _choice_scores(self, prompt_ids: list[int], choices: Sequence[str]):
+        """Each choice's tokens and EOS, their log-likelihood after the prompt: the prompt run once, its cache copied
+        to every choice (a judge's prompt is hundreds of tokens, a choice a few)."""
+        import torch
+
+        tok = self._tokenizer
+        eos = tok.eos_token_id if tok.eos_token_id is not None else min(self._eos)
+        options = [tok(c, add_special_tokens=False).input_ids + [eos] for c in choices]
+        width, p, k = max(map(len, options)), len(prompt_ids), len(options)
+        prompt = self._model(torch.tensor([prompt_ids], device=self.device), use_cache=True, logits_to_keep=1)
+        cache = prompt.cache if hasattr(prompt, "cache") else prompt.past_key_values
+        cache.batch_repeat_interleave(k)
+        batch = torch.full((k, width), self._pad, dtype=torch.long, device=self.device)
+        mask = torch.zeros_like(batch)
+        for i, ids in enumerate(options):
+            batch[i, : len(ids)], mask[i, : len(ids)] = torch.tensor(ids, device=self.device), 1
+        seen = torch.cat([torch.ones((k, p), dtype=torch.long, device=self.device), mask], dim=1)
+        positions = torch.arange(p, p + width, device=self.device).expand(k, width)
+        # transformers >= 5.2x names the cache argument ``cache``; earlier ones ``past_key_values``
+        name = "cache" if "cache" in inspect.signature(self._model.forward).parameters else "past_key_values"
+        after = self._model(batch, attention_mask=seen, position_ids=positions, **{name: cache}).logits
+        # each option token's logits: the prompt's last position for the first, the option's own before it after
+        logits = torch.cat([prompt.logits[:, -1:].expand(k, 1, -1), after[:, :-1]], dim=1)
+        picked = torch.log_softmax(logits.float(), dim=-1).gather(-1, batch[..., None])[..., 0] * mask
+        return [len(o) for o in options], picked.sum(dim=1).cpu()

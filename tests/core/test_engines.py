@@ -85,6 +85,23 @@ def test_hf_greedy_n_and_choices(hf_engine, smollm2_dir):
     assert len(sampled.completions) == 5 and {c.text for c in sampled.completions} <= set(choices)
 
 
+def test_hf_choice_scores_equal_each_whole_sequences_log_likelihood(hf_engine, smollm2_dir):
+    """The prompt is run once and its cache copied to every choice: each choice's score must still be the
+    log-likelihood of its tokens and EOS after the prompt, computed here from one forward pass of the whole sequence."""
+    model = str(smollm2_dir)
+    request = _requests(1, Sampling(n=1, temperature=0), choices=("[[yes]]", "[[no]]", "[[abstain]]"))[0]
+    hf_engine.run(model, [request], lambda r: None)  # loads the model
+    prompt = hf_engine._prompt_ids(request)
+    lengths, scores = hf_engine._choice_scores(prompt, request.choices)
+    tok = hf_engine._tokenizer
+    for choice, length, score in zip(request.choices, lengths, scores.tolist(), strict=True):
+        ids = tok(choice, add_special_tokens=False).input_ids + [tok.eos_token_id]
+        with torch.inference_mode():
+            logits = hf_engine._model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1]
+        expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ids)[:, None]).sum()
+        assert length == len(ids) and score == pytest.approx(float(expected), abs=1e-3), choice
+
+
 def test_hf_refuses_regex(hf_engine):
     with pytest.raises(UserInputError, match="cannot follow a regex"):
         hf_engine.run("smollm2", _requests(1, Sampling(), regex="[0-9]+"), lambda r: None)
