@@ -60,9 +60,17 @@ def test_the_hf_engine_generates_on_the_commands_device(monkeypatch, smollm2_dir
     engine = build_engine(EngineConfig(engine="hf", device="meta", threads=1))
     engine._load(str(smollm2_dir))
     messages = ({"role": "user", "content": "Name a fruit."},)
-    prompt = engine._prompt_ids(ChatRequest(key=0, messages=messages, sampling=Sampling(max_tokens=2)))
-    # generate() reads values before its first forward (meta has none): its inputs and weights are checked instead
-    assert prompt.device == torch.device("meta")
+    # generate() reads values before its first forward (meta has none): what it is given and the weights are checked
+    given = []
+
+    def record(ids, attention_mask, **options):
+        given.extend([ids.device, attention_mask.device])
+        return torch.zeros((ids.shape[0], ids.shape[1] + 2), dtype=torch.long)
+
+    monkeypatch.setattr(engine._model, "generate", record)
+    requests = [ChatRequest(key=i, messages=messages, sampling=Sampling(n=2, max_tokens=2, seed=i)) for i in range(2)]
+    engine.run(str(smollm2_dir), requests, lambda result: None)
+    assert given == [torch.device("meta")] * 2  # both requests in one batch, on the command's device
     assert {p.device.type for p in engine._model.parameters()} == {"meta"}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert engine_options(EngineConfig(engine="hf"))["device"] == "cuda:0"
