@@ -10,6 +10,7 @@ largest part (``module_device``), which is where its inputs must go.
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -76,3 +77,14 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def free_accelerator_memory() -> None:
+    """What a closed engine held: Python's garbage, then CUDA's cached blocks (a later model needs them)."""
+    gc.collect()
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

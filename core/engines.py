@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from darling.core.devices import free_accelerator_memory
 from darling.core.engine_api import ENGINE_NAMES, ChatRequest, ChatResult, Completion, Engine, check_request
 from darling.core.engine_config import EngineConfig, engine_options
 from darling.core.errors import UserInputError
-from darling.core.hf_engine import HFEngine, free_accelerator_memory
+from darling.core.hf_engine import HFEngine
 from darling.core.local_models import resolve_model
 from darling.core.openai_engine import OpenAIEngine
 from darling.core.ray_engine import RayDataEngine

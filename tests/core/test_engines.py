@@ -102,6 +102,29 @@ def test_hf_choice_scores_equal_each_whole_sequences_log_likelihood(hf_engine, s
         assert length == len(ids) and score == pytest.approx(float(expected), abs=1e-3), choice
 
 
+def test_hf_keeps_the_models_own_generation_settings(hf_engine, smollm2_dir):
+    """The engine samples through its own processors, but the model's generation settings (here a no-repeat rule
+    put in its generation_config) still apply, as they did under do_sample and do under vLLM. A guard, not a fix:
+    transformers 5.24 also merged them into the engine's own config before it copied the model's."""
+    model = str(smollm2_dir)
+    request = _requests(1, Sampling(n=1, temperature=0, max_tokens=40))
+    hf_engine.run(model, request, lambda r: None)  # loads the model
+    tok, config = hf_engine._tokenizer, hf_engine._model.generation_config
+
+    def tokens() -> list[int]:
+        text = _run(hf_engine, model, request)[0].completions[0].text
+        return tok(text, add_special_tokens=False).input_ids
+
+    plain = tokens()
+    assert len(set(plain)) < len(plain)  # without the rule 40 greedy tokens repeat one (else this shows nothing)
+    config.no_repeat_ngram_size = 1
+    try:
+        ruled = tokens()
+    finally:
+        config.no_repeat_ngram_size = 0
+    assert ruled != plain and len(set(ruled)) == len(ruled)
+
+
 def test_hf_refuses_regex(hf_engine):
     with pytest.raises(UserInputError, match="cannot follow a regex"):
         hf_engine.run("smollm2", _requests(1, Sampling(), regex="[0-9]+"), lambda r: None)
