@@ -106,8 +106,7 @@ def test_label_resumes_after_kill_9_without_loss_or_duplicates(champ_pairs, smol
     darling_killed_after_first_shard(killed / "records", *args, "--shard-size", 1)
     written_when_killed = set(physical_rows(killed / "records")["pair_id"])
     rerun = darling(*args, check=True)  # the rerun judges only what is missing
-    # --limit 6 labels the file's first 6 pairs (an uninterrupted run's, checked against one until issue 69: the
-    # same six, one judge run fewer)
+    # what an uninterrupted run labels, from the input: --limit 6 takes the pairs file's first 6 pairs
     wanted = read_pairs(champ_pairs)["pair_id"].head(6).to_list()
     physical = physical_rows(killed / "records")
     assert sorted(physical["pair_id"]) == sorted(wanted)  # nothing lost, nothing twice
@@ -145,7 +144,7 @@ def test_rollouts_resume_after_kill_9_without_loss_or_duplicates(smollm2_server,
     key = ["problem_id", "model", "sample_index"]
     physical = physical_rows(tmp_path / "killed")
     assert physical.height == 8 and physical.select(key).unique().height == 8  # no duplicate rows
-    # what an uninterrupted run writes (checked against one until issue 69): the first 4 problems, 2 samples each
+    # what an uninterrupted run writes, from the input: --limit 4 takes the first 4 problems, -n 2 samples each
     expected = [(p.problem_id, "smollm2", i) for p in load_problems(GSM8K, limit=4) for i in range(2)]
     assert sorted(physical.select(key).rows()) == sorted(expected)
     assert (physical["status"] == "ok").all() and physical["response"].str.len_chars().min() > 0
