@@ -10,8 +10,10 @@ largest part (``module_device``), which is where its inputs must go.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from darling.core.config import option
@@ -70,8 +72,25 @@ def module_device(module: torch.nn.Module) -> torch.device:
     return max(sizes, key=sizes.__getitem__) if sizes else torch.device("cpu")
 
 
+def no_gpu_driver() -> bool:
+    """True only where no GPU driver can be reached: Linux without NVIDIA's driver library (``libcuda.so.1``, which
+    CUDA's runtime loads by that name when torch asks for a device) and without ROCm's device (``/dev/kfd``).
+    Elsewhere, or where either is present, False: ask torch. Importing torch only to hear "no" cost a process 1.5-2.5
+    CPU-s (a pipeline rerun whose stages are all done: about 70% of its CPU; docs/measurements.md)."""
+    if not sys.platform.startswith("linux") or os.path.exists("/dev/kfd"):
+        return False
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
+
+
 def cuda_available() -> bool:
-    """CUDA GPUs visible to this process (a CPU-only torch, or none, says no)."""
+    """CUDA GPUs visible to this process (a CPU-only torch, or none, says no; without a GPU driver torch is not
+    imported to say so)."""
+    if no_gpu_driver():
+        return False
     try:
         import torch
     except ImportError:
@@ -82,9 +101,9 @@ def cuda_available() -> bool:
 def free_accelerator_memory() -> None:
     """What a closed engine held: Python's garbage, then CUDA's cached blocks (a later model needs them)."""
     gc.collect()
-    try:
-        import torch
-    except ImportError:
+    if "torch" not in sys.modules:  # nothing of torch's to free: a process that never loaded a model
         return
+    import torch
+
     if torch.cuda.is_available():
         torch.cuda.empty_cache()

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from darling.core.devices import cuda_available
 from darling.core.numbers import MISSING, fmt
 from darling.core.shards import atomic_write_bytes
 from darling.datagen.problems import GENERATED_SETS, packaged_problem_file
@@ -158,12 +159,6 @@ def write_manifest(plan: Plan, records: dict[str, dict[str, Any]], argv: list[st
     import shlex
 
     config = plan.config
-    try:
-        import torch
-
-        cuda = torch.cuda.is_available()
-    except ImportError:
-        cuda = None
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "status": status,
@@ -176,7 +171,7 @@ def write_manifest(plan: Plan, records: dict[str, dict[str, Any]], argv: list[st
         "python": sys.version,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cuda_available": cuda,
+        "cuda_available": cuda_available(),
         "stages": {name: {k: r.get(k) for k in ("status", "seconds")} for name, r in records.items()},
         "inputs": used_inputs(plan, records),
         "outputs": output_files(config.run),

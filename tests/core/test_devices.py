@@ -21,6 +21,18 @@ def test_auto_is_this_ranks_gpu_when_there_is_one(monkeypatch):
     assert resolve_device("meta") == "meta"
 
 
+def test_where_a_gpu_driver_loads_torch_is_asked(monkeypatch):
+    """The driver probe only ever answers "no": where NVIDIA's driver library loads (stood in for here by a loader
+    that succeeds), ``cuda_available`` is torch's answer."""
+    from darling.core import devices
+
+    assert devices.no_gpu_driver() and not devices.cuda_available()  # this machine: no driver, torch not asked
+    monkeypatch.setattr(devices.ctypes, "CDLL", lambda name: object())
+    assert not devices.no_gpu_driver() and not devices.cuda_available()  # torch's own answer on this CPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert devices.cuda_available()
+
+
 def test_a_cuda_device_that_is_not_here_is_refused_in_one_line():
     from darling.core.devices import resolve_device
 

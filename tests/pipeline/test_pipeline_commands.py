@@ -220,6 +220,24 @@ def test_paper_preset_without_gpus_writes_commands_and_runs_nothing(tmp_path):
     assert manifest["config"]["preset"] == "paper" and manifest["command_line"].startswith("darling pipeline")
 
 
+def test_without_a_gpu_driver_the_pipelines_process_does_not_import_torch(tmp_path):
+    """Every `darling pipeline` process writes a manifest that says whether CUDA is here; without a GPU driver it
+    says no without importing torch (1.2 of a finished run's 2.5 CPU-s: docs/measurements.md). Python's own import
+    log (PYTHONPROFILEIMPORTTIME) of a dry run lists the runner and no torch; the manifest still says no CUDA."""
+    from darling.core.devices import no_gpu_driver
+
+    if not no_gpu_driver():
+        pytest.skip("a GPU driver is on this machine: the manifest asks torch")
+    command = [sys.executable, "-m", "darling", "pipeline", "--preset", "cpu", "--dry-run", "-o", str(tmp_path)]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = [line for line in result.stderr.splitlines() if line.startswith("import time:")]
+    imported = {line.rpartition("|")[2].strip() for line in log}
+    assert "darling.pipeline.runner" in imported and "torch" not in imported
+    assert json.loads((tmp_path / "manifest.json").read_text())["cuda_available"] is False
+
+
 def test_paper_preset_with_verl_writes_rl_train_engine_verl_and_its_command_writes_main_ppo(tmp_path):
     """`--rl-engine verl`: each RL run is `rl-train --engine verl` on the RL GPUs (no accelerate), beside the served
     classifier; the DARLING line of commands.sh, run as written with --dry-run (and packaged problems for the hub
