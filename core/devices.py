@@ -75,8 +75,8 @@ def module_device(module: torch.nn.Module) -> torch.device:
 def no_gpu_driver() -> bool:
     """True only where no GPU driver can be reached: Linux without NVIDIA's driver library (``libcuda.so.1``, which
     CUDA's runtime loads by that name when torch asks for a device) and without ROCm's device (``/dev/kfd``).
-    Elsewhere, or where either is present, False: ask torch. Importing torch only to hear "no" cost a process 1.5-2.5
-    CPU-s (a pipeline rerun whose stages are all done: about 70% of its CPU; docs/measurements.md)."""
+    Elsewhere, or where either is present, False: ask torch. Importing torch only to hear "no" cost a pipeline rerun
+    whose stages are all done ~1.2 of its 2.5-2.8 CPU-s (docs/measurements.md)."""
     if not sys.platform.startswith("linux") or os.path.exists("/dev/kfd"):
         return False
     try:

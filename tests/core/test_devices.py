@@ -26,7 +26,9 @@ def test_where_a_gpu_driver_loads_torch_is_asked(monkeypatch):
     that succeeds), ``cuda_available`` is torch's answer."""
     from darling.core import devices
 
-    assert devices.no_gpu_driver() and not devices.cuda_available()  # this machine: no driver, torch not asked
+    if not devices.no_gpu_driver():
+        pytest.skip("a GPU driver is on this machine: the stand-in below would prove nothing")
+    assert not devices.cuda_available()  # no driver: "no", torch not asked
     monkeypatch.setattr(devices.ctypes, "CDLL", lambda name: object())
     assert not devices.no_gpu_driver() and not devices.cuda_available()  # torch's own answer on this CPU
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -27,19 +27,19 @@ ROOT = HERE.parents[2]
 
 
 def command_of(argv: list[str]) -> str:
-    """``darling eval novelty``, ``darling rl-train``, ``vllm api_server``, ``pytest worker``...: a process's kind."""
+    """``darling eval novelty``, ``darling rl-train``, ``vllm api_server``, ``python -c``...: a process's kind."""
     if argv and argv[0] == "-m":
         argv = argv[1:]
     if not argv:
-        return "python -c"
+        return "python"
     program = Path(argv[0]).name
     if program in ("darling", "__main__.py"):
         words = [w for w in argv[1:3] if not w.startswith("-") and "/" not in w and ":" not in w]
         return " ".join(["darling", *words])
     if program == "api_server.py":
         return "vllm api_server"
-    if program == "-c":  # pytest's xdist workers (execnet starts them with -c): the tests run in process
-        return "python -c (pytest workers)"
+    if program == "-c":  # pytest's xdist workers among them (execnet starts them so): the tests run in process
+        return "python -c"
     return program
 
 
