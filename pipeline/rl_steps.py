@@ -109,18 +109,20 @@ def rl_run(
 
 # -- a run's summary and section --------------------------------------------------------------------------------
 def max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
-    """max |w_after - w_before| over the tensors both hold (None unless both are one safetensors file)."""
-    from safetensors import safe_open
+    """max |w_after - w_before| over the tensors both hold (None unless both are one safetensors file); read without
+    torch (core/weights.py), which this process loads for nothing else."""
+    import numpy as np
+
+    from darling.core.weights import SafetensorsArrays
 
     a, b = Path(before_dir) / "model.safetensors", Path(after_dir) / "model.safetensors"
     if not (a.exists() and b.exists()):
         return None
+    before, after = SafetensorsArrays(a), SafetensorsArrays(b)
     worst = 0.0
-    with safe_open(str(a), "pt") as fa, safe_open(str(b), "pt") as fb:
-        for key in sorted(set(fa.keys()) & set(fb.keys())):
-            x, y = fa.get_tensor(key), fb.get_tensor(key)
-            if x.shape == y.shape:
-                worst = max(worst, float((x.float() - y.float()).abs().max()))
+    for key in sorted(set(before.keys()) & set(after.keys())):
+        if before.shape(key) == after.shape(key):
+            worst = max(worst, float(np.abs(after[key] - before[key]).max(initial=0.0)))
     return worst
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -11,7 +12,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 import suite_shared
-from helpers import NOVELTY_PAIRS, build_qwen_tokenizer, save_tiny_bert_backbone, save_tiny_qwen3_backbone, tiny_export
+from helpers import (
+    NOVELTY_PAIRS,
+    SUITE_PROCESS_ENV,
+    build_qwen_tokenizer,
+    save_tiny_bert_backbone,
+    save_tiny_qwen3_backbone,
+    tiny_export,
+)
 
 if TYPE_CHECKING:
     from darling.core.vllm_server import VLLMServer
@@ -37,6 +45,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.update(SUITE_PROCESS_ENV)  # before xdist spawns the workers: they and what they start inherit it
     if suite_shared.is_controller():  # before xdist spawns the workers, which inherit the shared folder
         suite_shared.start_run()
 
