@@ -54,3 +54,12 @@ class SafetensorsArrays:
         if entry["dtype"] == "BF16":
             return (raw.astype(np.uint32) << 16).view(np.float32)
         return raw.astype(np.float32)
+
+
+def largest_change(before: SafetensorsArrays, after: SafetensorsArrays) -> float:
+    """max |after - before| over the tensors both hold with the same shape (0 when none)."""
+    worst = 0.0
+    for key in sorted(set(before.keys()) & set(after.keys())):
+        if before.shape(key) == after.shape(key):
+            worst = max(worst, float(np.abs(after[key] - before[key]).max(initial=0.0)))
+    return worst

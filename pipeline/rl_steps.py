@@ -17,6 +17,7 @@ from darling.core.errors import UserInputError
 from darling.core.local_models import resolve_model
 from darling.core.numbers import MISSING
 from darling.core.training_log import REWARD, STEP_COLUMNS, STEP_METRICS, TRL_REWARD
+from darling.core.weights import SafetensorsArrays, largest_change
 from darling.pipeline.folders import (
     BASE_POLICY,
     CLASSIFIER_FOLDER,
@@ -111,19 +112,10 @@ def rl_run(
 def max_weight_change(before_dir: Path, after_dir: Path) -> float | None:
     """max |w_after - w_before| over the tensors both hold (None unless both are one safetensors file); read without
     torch (core/weights.py), which this process loads for nothing else."""
-    import numpy as np
-
-    from darling.core.weights import SafetensorsArrays
-
     a, b = Path(before_dir) / "model.safetensors", Path(after_dir) / "model.safetensors"
     if not (a.exists() and b.exists()):
         return None
-    before, after = SafetensorsArrays(a), SafetensorsArrays(b)
-    worst = 0.0
-    for key in sorted(set(before.keys()) & set(after.keys())):
-        if before.shape(key) == after.shape(key):
-            worst = max(worst, float(np.abs(after[key] - before[key]).max(initial=0.0)))
-    return worst
+    return largest_change(SafetensorsArrays(a), SafetensorsArrays(b))
 
 
 def run_summary(step: Step, reward: str) -> dict[str, Any]:
