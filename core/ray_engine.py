@@ -158,12 +158,13 @@ class RayDataEngine:
             env |= {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}
         return env
 
-    def _processor(self, model_path: str) -> Any:
-        from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+    def processor_config(self, model_path: str) -> Any:
+        """The ``vLLMEngineProcessorConfig`` of a run on ``model_path``."""
+        from ray.data.llm import vLLMEngineProcessorConfig
 
         # devices=cpu: no GPU in the bundles, so Ray places each engine on CPUs only.
         placement = {"bundles": [{"CPU": 1}] * self.parallel, "strategy": "PACK"} if self.devices == "cpu" else None
-        config = vLLMEngineProcessorConfig(
+        return vLLMEngineProcessorConfig(
             model_source=model_path,
             engine_kwargs=dict(self.engine_kwargs),
             concurrency=self.replicas,
@@ -171,8 +172,16 @@ class RayDataEngine:
             placement_group_config=placement,
             should_continue_on_error=True,  # a refused prompt is that request's failure, not the run's
             log_engine_metrics=False,
+            # On CPU the engine tokenizes and detokenizes in its own process: Ray Data's stages for that are two more
+            # actor pools, each a worker process importing transformers beside the engines on the same cores.
+            tokenize_stage=self.devices != "cpu",
+            detokenize_stage=self.devices != "cpu",
         )
-        return build_processor(config)
+
+    def _processor(self, model_path: str) -> Any:
+        from ray.data.llm import build_processor
+
+        return build_processor(self.processor_config(model_path))
 
     def run(self, model: str, requests: Sequence[ChatRequest], on_result: Callable[[ChatResult], None]) -> None:
         for request in requests:

@@ -1,13 +1,14 @@
 """The ray engine's own logic, without a cluster: a request of n samples becomes n rows and comes back as one
 result once all n are in (in sample order, whatever order Ray returns them), errors stay failures, and the engine's
-flags are checked before anything starts."""
+flags are checked before anything starts; on CPU the engines tokenize for themselves."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import assert_one_line_error, darling_in_process
 
 from darling.core.engine_api import ChatRequest, Sampling
-from darling.core.ray_engine import Gatherer, request_rows, row_shape, seed_for_sample
+from darling.core.ray_engine import Gatherer, RayDataEngine, request_rows, row_shape, seed_for_sample
 
 
 def requests() -> list[ChatRequest]:
@@ -49,3 +50,15 @@ def test_bad_ray_settings_are_one_line_errors(tmp_path):
     result = darling_in_process(*args, "--engine", "ray", "--data-parallel-size", 0, "--output", tmp_path / "o")
     assert_one_line_error(result, "--engine ray", "replicas")
     assert not (tmp_path / "o").exists()
+
+
+def test_on_cpu_the_engines_tokenize_and_detokenize_themselves():
+    """On CPU, Ray Data's tokenizer and detokenizer stages would be two more actor pools (a worker process each,
+    importing transformers) on the engines' own cores: the engines do both, as vLLM's server does. On GPUs they stay
+    Ray Data's, off the GPU workers. (The rows equal today's engine's: tests/core/test_ray_engine.py.)"""
+    pytest.importorskip("ray.data.llm")
+    cpu = RayDataEngine(devices="cpu").processor_config("m")
+    gpu = RayDataEngine(devices="auto").processor_config("m")
+    assert cpu.tokenize_stage is False and cpu.detokenize_stage is False
+    assert gpu.tokenize_stage is True and gpu.detokenize_stage is True
+    assert cpu.chat_template_stage is True and gpu.chat_template_stage is True  # the template: Ray Data's on both
