@@ -67,6 +67,9 @@ def main() -> None:
     ray = Path(default_vllm_python()).parent / "ray"
     scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     env = {**os.environ, **cpu_server_env(scratch / "cache"), "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    # Once any ray.init() on this machine has saved ~/.ray/auth_token, `ray start --head` turns token auth on and this
+    # process (which does not load the token) cannot connect: the cluster's mode is set here, not inherited.
+    env["RAY_AUTH_MODE"] = "disabled"
     port = free_port()
     head = [ray, "start", "--head", "--port", str(port), "--num-cpus", "2", "--node-ip-address", "127.0.0.1"]
     subprocess.run(
