@@ -162,8 +162,9 @@ class RayDataEngine:
         """The ``vLLMEngineProcessorConfig`` of a run on ``model_path``."""
         from ray.data.llm import vLLMEngineProcessorConfig
 
+        cpu = self.devices == "cpu"
         # devices=cpu: no GPU in the bundles, so Ray places each engine on CPUs only.
-        placement = {"bundles": [{"CPU": 1}] * self.parallel, "strategy": "PACK"} if self.devices == "cpu" else None
+        placement = {"bundles": [{"CPU": 1}] * self.parallel, "strategy": "PACK"} if cpu else None
         return vLLMEngineProcessorConfig(
             model_source=model_path,
             engine_kwargs=dict(self.engine_kwargs),
@@ -174,8 +175,8 @@ class RayDataEngine:
             log_engine_metrics=False,
             # On CPU the engine tokenizes and detokenizes in its own process: Ray Data's stages for that are two more
             # actor pools, each a worker process importing transformers beside the engines on the same cores.
-            tokenize_stage=self.devices != "cpu",
-            detokenize_stage=self.devices != "cpu",
+            tokenize_stage=not cpu,
+            detokenize_stage=not cpu,
         )
 
     def _processor(self, model_path: str) -> Any:

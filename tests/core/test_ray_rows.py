@@ -4,7 +4,6 @@ flags are checked before anything starts; on CPU the engines tokenize for themse
 
 from __future__ import annotations
 
-import pytest
 from helpers import assert_one_line_error, darling_in_process
 
 from darling.core.engine_api import ChatRequest, Sampling
@@ -55,8 +54,8 @@ def test_bad_ray_settings_are_one_line_errors(tmp_path):
 def test_on_cpu_the_engines_tokenize_and_detokenize_themselves():
     """On CPU, Ray Data's tokenizer and detokenizer stages would be two more actor pools (a worker process each,
     importing transformers) on the engines' own cores: the engines do both, as vLLM's server does. On GPUs they stay
-    Ray Data's, off the GPU workers. (The rows equal today's engine's: tests/core/test_ray_engine.py.)"""
-    pytest.importorskip("ray.data.llm")
+    Ray Data's, off the GPU workers. (The rows equal today's engine's: tests/core/test_ray_engine.py.) The driver's
+    Ray Data is part of the README's set-up (the ray-driver extra): no skip."""
     cpu = RayDataEngine(devices="cpu").processor_config("m")
     gpu = RayDataEngine(devices="auto").processor_config("m")
     assert cpu.tokenize_stage is False and cpu.detokenize_stage is False
