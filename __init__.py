@@ -2,7 +2,7 @@
 
 Subpackages, each importing only those below it (tests/core/test_layers.py checks it, README draws it)::
 
-    core  <-  datagen, classifier  <-  rl, evals  <-  pipeline  <-  cli
+    core  <-  datagen, world, classifier  <-  rl, evals  <-  pipeline  <-  cli
 
 ``core`` holds what two stages share (engines, config, readers, math grading, quality signals, the reward model, the
 pooling client and replicas); ``datagen`` and ``classifier`` build the classifier's data and the classifier; ``rl``

@@ -53,7 +53,7 @@ class PartitionStats:
     pairs_total: int  # n(n-1)/2 summed over groups: what deciding every pair costs
     pairs_decided: int  # pairs decided by the classifier (a bi-encoder decides all, from one matrix per group)
     rounds: int  # batched calls to the scorer
-    texts_embedded: int = 0  # bi-encoder: responses through the encoder (distinct texts of the batch)
+    texts_embedded: int = 0  # bi-encoder: responses run through the encoder (distinct texts not embedded before)
 
     @property
     def pairs_saved(self) -> int:
@@ -158,7 +158,7 @@ def partition_texts(
     if isinstance(scorer, EmbeddingScorer):
         probs = scorer.prob_matrices(groups)
         classes = partition_matrices([p >= scorer.threshold for p in probs])
-        return classes, PartitionStats(total, total, 1, len({t for g in groups for t in g}))
+        return classes, PartitionStats(total, total, 1, scorer.last_embedded)
     is_equivalent = scorer.is_equivalent if isinstance(scorer, EquivalenceScorer) else scorer
 
     def decide(batch: list[tuple[int, int, int]]) -> Sequence[bool]:

@@ -109,25 +109,46 @@ class PairScorer(EquivalenceScorer):
 class EmbeddingScorer(EquivalenceScorer):
     """The bi-encoder kind: P(equivalent) = sigmoid(scale * cos + bias) of normalised embeddings.
 
-    ``embed_ids`` (subclasses: in this process or over vLLM) turns encoded texts into embeddings; each
-    distinct text of a call is embedded once. The cosine is symmetric, so there is no order to average.
+    ``embed_ids`` (subclasses: in this process or over vLLM) turns encoded texts into embeddings; each distinct text
+    is embedded once per scorer: an RL run asks about the same short answers step after step (a policy that narrows
+    repeats them), so the embeddings of the last ``CACHE_TEXTS`` texts are kept. A text's embedding is the same
+    whichever batch it was computed in, up to float rounding (the batches were never fixed: longest first). The
+    cosine is symmetric, so there is no order to average.
     """
 
     kind = BI_ENCODER
     symmetric = False
+    CACHE_TEXTS = 20_000  # ~60 MB of 384-wide embeddings
 
     def __init__(self, encoder: TextEncoder, scale: float, bias: float):
         self.encoder = encoder
         self.scale, self.bias = float(scale), float(bias)
+        self.cache: dict[str, np.ndarray] = {}  # text -> its L2-normalised embedding, oldest first
+        self.last_embedded = 0  # texts the last call ran through the encoder (the others were cached)
 
     def embed_ids(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised float64 embeddings, one row per text (duplicates embedded once)."""
-        unique = list(dict.fromkeys(texts))
-        if not unique:
+        """L2-normalised float64 embeddings, one row per text (each text embedded once, then kept)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        self.last_embedded = len(missing)
+        if not texts:
             return np.zeros((0, 0))
+        if missing:
+            emb = np.asarray(self.embed_ids(self.encoder.encode(missing)), dtype=np.float64)
+            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+            for text, row in zip(missing, emb, strict=True):
+                self.cache[text] = row
+            for old in list(self.cache)[: max(0, len(self.cache) - self.CACHE_TEXTS)]:
+                del self.cache[old]
+        rows = [self.cache.get(t) for t in texts]
+        if any(row is None for row in rows):  # a batch of more texts than the cache holds: embed it whole
+            return self._embed_uncached(texts)
+        return np.stack(rows)
+
+    def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        unique = list(dict.fromkeys(texts))
         emb = np.asarray(self.embed_ids(self.encoder.encode(unique)), dtype=np.float64)
         emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
         row = {t: i for i, t in enumerate(unique)}

@@ -19,6 +19,7 @@ from darling.cli.help import HelpCommand
 from darling.cli.pipeline import pipeline_cmd
 from darling.cli.rl import rl_train_cmd
 from darling.cli.serve import serve_classifier_cmd, serve_reward_model_cmd
+from darling.cli.world import world_app
 from darling.core.gpu_memory import record_at_exit
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 app.add_typer(datagen_app, name="datagen")
+app.add_typer(world_app, name="world")
 app.command("train-classifier", cls=HelpCommand)(train_classifier_cmd)
 app.command("import-classifier", cls=HelpCommand)(import_classifier_cmd)
 app.command("rl-train", cls=HelpCommand)(rl_train_cmd)

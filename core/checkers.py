@@ -1,5 +1,6 @@
-"""Checkers: rules that read a *key* off an answer where the task has one (an item prompt's member today; a math
-final answer could be another), so that two answers with the same key are the same answer whatever their wording.
+"""Checkers: rules that read a *key* off an answer where the task has one (an item prompt's member, a world
+prompt's member; a math final answer could be another), so that two answers with the same key are the same answer
+whatever their wording.
 
 Where a task has a checker, it is the truth a pair classifier is measured against and the CPU stand-in for the
 paper's 70B judge: ``datagen pairs --checker`` pairs a policy's answers by key, ``datagen label --checker`` labels
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from darling.core import world
 from darling.core.errors import UserInputError
 from darling.core.items import ITEM_FORMS, category_of, items_named
 
@@ -68,7 +70,22 @@ ITEMS = Checker(
     lambda prompt: category_of(prompt) is not None,
     _item_keys,
 )
-CHECKERS: dict[str, Checker] = {c.name: c for c in (ITEMS,)}
+
+
+def _world_keys(prompt: str, answer: str) -> list[str]:
+    category = world.category_of(prompt)
+    assert category is not None  # Checker.named asked ``applies`` first
+    return world.members_named(category, answer)
+
+
+WORLD = Checker(
+    "world",
+    "the member of the world prompt's category an answer names (darling.core.world)",
+    f"world prompts ({world.WORLD_PROMPT!r}: {', '.join(world.WORLD_SETS)})",
+    lambda prompt: world.category_of(prompt) is not None,
+    _world_keys,
+)
+CHECKERS: dict[str, Checker] = {c.name: c for c in (ITEMS, WORLD)}
 CHECKER_NAMES = tuple(CHECKERS)
 
 

@@ -16,6 +16,9 @@
 - ``item-sentence``: for the item prompts (``items-train``, ``items-heldout``: "Name a planet of the solar system.
   Answer with one full sentence."): 1 for one or two sentences that name a member of the prompt's category, else 0
   (``darling.core.items``: membership and format by rule, no model).
+- ``world``: for the world's prompts (``world-train``, ``world-heldout``: "name a fruit :"): 1 for a well-formed
+  answer (a template of the world filled with one member) naming a member of the category, else 0
+  (``darling.core.world``: by rule, no model).
 - ``item-phrase``: for the phrase form (``items-phrase-train``, ``items-phrase-heldout``: "... Answer with a short
   phrase of a few words."): 1 for 2 to 8 words on one line naming a member of the category, else 0.
 """
@@ -27,8 +30,9 @@ from collections.abc import Sequence
 
 from darling.core.encoders import load_backbone_encoder, pool, resolve_backbone
 from darling.core.items import item_phrase_qualities, item_sentence_qualities
+from darling.core.world import world_qualities
 
-QUALITIES = ("math", "short-answer", "relevant-short-answer", "item-sentence", "item-phrase")
+QUALITIES = ("math", "short-answer", "relevant-short-answer", "item-sentence", "item-phrase", "world")
 RELEVANCE_ENCODER = "packaged:all-MiniLM-L6-v2"
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -130,4 +134,6 @@ def open_ended_quality(name: str, max_words: int = 4, device: str | None = None,
         return item_sentence_qualities
     if name == "item-phrase":
         return item_phrase_qualities
+    if name == "world":
+        return world_qualities
     raise ValueError(f"{name!r} is not an open-ended quality (choose {', '.join(QUALITIES[1:])})")

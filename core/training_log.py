@@ -64,6 +64,15 @@ DISTINCT_ANSWERS = LogMetric(
     column="distinct answers",
     digits=2,
 )
+DISTINCT_KEYS = LogMetric(
+    "darling/distinct_keys",
+    "distinct keys per group, read by the run's checker (the members a world or item prompt's answers name; logged "
+    "where the checker reads the prompts), no classifier",
+    "distinct keys (checker)",
+    True,
+    column="distinct keys",
+    digits=2,
+)
 WOULD_CHANGE = LogMetric(
     "darling/groups_would_change", "GRPO only: the share DARLING's term would have changed", step_table=True
 )
@@ -106,6 +115,7 @@ LOG_METRICS = (
     DIVERSITY,
     DISTINCT,
     DISTINCT_ANSWERS,
+    DISTINCT_KEYS,
     GROUPS_CHANGED,
     WITHOUT_SIGNAL,
     WOULD_CHANGE,

@@ -37,6 +37,8 @@ PACKAGED_PROMPT_SETS = (
     "items-heldout",
     "items-phrase-train",
     "items-phrase-heldout",
+    "world-train",
+    "world-heldout",
 )
 GENERATED_SETS = ("champ", "arithmetic")  # built in code (CHAMP's from its package), no file of ours
 BUILTIN_SOURCES = (*GENERATED_SETS, *PACKAGED_SETS, *PACKAGED_PROMPT_SETS)
@@ -165,7 +167,8 @@ def load_problems(
     (30), ``amc23`` (40), ``hmmt`` (30, February 2025), ``minerva_math`` (272, alias ``minerva``),
     ``olympiadbench`` (675), ``gsm8k`` (1,319); or the open-ended prompts ``naming-train`` (48),
     ``naming-heldout`` (24), ``items-train`` (18), ``items-heldout`` (30) and their phrase forms
-    ``items-phrase-train`` / ``items-phrase-heldout``, which have no reference answers.
+    ``items-phrase-train`` / ``items-phrase-heldout``, and the world's ``world-train`` (32) and ``world-heldout``
+    (16), which have no reference answers.
 
     Fields are detected per record: problem from the first of PROBLEM_FIELDS, reference answer from the
     first of ANSWER_FIELDS (reduced to a final answer by ``reference_from_text``), id from ID_FIELDS; each

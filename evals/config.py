@@ -113,8 +113,8 @@ class NoveltyConfig(EngineConfig):
     prompts: str | None = option(
         None,
         help="Prompts: JSONL/Parquet (field prompt; id, category if present), a dataset, or a packaged set: "
-        "noveltybench-curated (NoveltyBench's 100), naming-heldout, items-heldout (sentences around an item "
-        "read off by rule: adds distinct items).",
+        "noveltybench-curated (NoveltyBench's 100), naming-heldout, items-heldout or world-heldout (answers "
+        "whose item a checker reads: adds distinct items).",
     )
     model: list[str] = option(
         factory=list,
@@ -309,7 +309,7 @@ class CompareConfig(CommandConfig):
     quality: str = option(
         EVAL_QUALITY,
         help="Quality per response: eval (what eval novelty scored), short-answer, relevant-short-answer, "
-        "item-sentence or item-phrase (recomputed from the texts, as darling.core.quality defines them).",
+        "item-sentence, item-phrase or world (recomputed from the texts, as darling.core.quality defines them).",
     )
     max_words: int = option(4, help="The longest answer that counts as short (and short-answer's full score).")
     strict_length: bool = option(

@@ -28,7 +28,7 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[NoveltyPr
     """Prompts (field ``prompt``; ``id`` if present, else a content hash; optional ``category``) from a
     .jsonl[.gz] file, a .parquet file or folder, a ``save_to_disk`` folder, a hub name ``owner/name[:split]`` or
     a packaged prompt set by name (``noveltybench-curated``, ``naming-heldout``, ``naming-train``,
-    ``items-heldout``, ``items-train``)."""
+    ``items-heldout``, ``items-train``, ``world-heldout``, ``world-train``, ...: ``PACKAGED_PROMPT_SETS``)."""
 
     spec = str(source)
     if limit is not None and limit < 1:

@@ -11,9 +11,11 @@ the ceiling, exact by definition). Reported per partition, over the pairs of ans
   it puts in different classes: the rewording a DARLING policy is paid for;
 - **joins different-key pairs**: of the pairs whose answers carry two different keys, the share it puts in one
   class: different answers it calls the same;
-- classes per prompt, and the share of answers that carry a key at all (answers with none are never "the same").
+- classes per prompt, and the share of answers that carry a key at all (answers with none are never "the same");
+- **AUC over keyed pairs**: how well each scorer's own score orders the pairs (same key above different keys) with no
+  threshold: a classifier's P(equivalent), the n-gram rule's Jaccard, the content-word rule's Jaccard.
 
-Shares are ratios of sums over prompts, with percentile bootstrap 95% intervals over prompts.
+Shares are ratios of sums over prompts; shares and AUCs have percentile bootstrap 95% intervals over prompts.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from darling.classifier.partition import ContentWordPartition, KeyPartition, Scorer, partition_texts
+from darling.classifier.scoring import EmbeddingScorer, EquivalenceScorer
 from darling.core.checkers import get_checker
 from darling.core.devices import resolve_device
 from darling.core.errors import UserInputError
-from darling.core.lexical import CONTENT_RULE, NGRAM_ORDER
+from darling.core.lexical import CONTENT_RULE, NGRAM_ORDER, content_jaccard
 from darling.core.numbers import percentile_interval
 from darling.core.shards import atomic_write_bytes
 from darling.evals.config import named
@@ -101,6 +104,63 @@ def key_figures(classes: list[list[int]], keys: list[list[str | None]], rng: np.
     return {"splits_same_key": ratio(splits, rng), "joins_different_keys": ratio(joins, rng)}
 
 
+def rank_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
+    """ROC AUC as the rank statistic (ties at their mean rank, as scikit-learn's ``roc_auc_score``); None unless
+    both labels occur."""
+    positives = int(labels.sum())
+    negatives = len(labels) - positives
+    if not positives or not negatives:
+        return None
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]  # 1-based, ties at their mean
+    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def pair_scores(scorer: Scorer, data: list[tuple[str, list[str]]]) -> list[np.ndarray] | None:
+    """Per prompt, the scorer's score of each answer pair (i < j, in order); None for a partition without a score
+    (the checker's own)."""
+    groups = [answers for _, answers in data]
+    if isinstance(scorer, ContentWordPartition):
+        return [
+            np.array([content_jaccard(a, b, prompt) for a, b in itertools.combinations(answers, 2)])
+            for prompt, answers in data
+        ]
+    if isinstance(scorer, EmbeddingScorer):  # every text embedded once
+        return [matrix[np.triu_indices(len(matrix), k=1)] for matrix in scorer.prob_matrices(groups)]
+    if isinstance(scorer, EquivalenceScorer):
+        pairs = [pair for answers in groups for pair in itertools.combinations(answers, 2)]
+        flat = np.asarray(scorer.prob_equivalent(pairs), dtype=float)
+        ends = np.cumsum([len(g) * (len(g) - 1) // 2 for g in groups])
+        return np.split(flat, ends[:-1])
+    return None
+
+
+def auc_figure(scores: list[np.ndarray], keys: list[list[str | None]], rng: np.random.Generator) -> dict[str, Any]:
+    """AUC of the scores over every pair of keyed answers (label: the same key), with its bootstrap interval over
+    prompts."""
+    kept_scores, kept_labels = [], []
+    for prompt_scores, ks in zip(scores, keys, strict=True):
+        pairs = list(itertools.combinations(ks, 2))
+        keyed = np.array([a is not None and b is not None for a, b in pairs], dtype=bool)
+        same = np.array([a == b for a, b in pairs], dtype=bool)
+        kept_scores.append(prompt_scores[keyed] if len(pairs) else prompt_scores)
+        kept_labels.append(same[keyed] if len(pairs) else same)
+    auc = rank_auc(np.concatenate(kept_scores), np.concatenate(kept_labels))
+    if auc is None:
+        return {"auc": None, "interval": None, "pairs": int(sum(len(x) for x in kept_labels))}
+    draws = []
+    for _ in range(N_BOOT):
+        idx = rng.integers(0, len(kept_scores), len(kept_scores))
+        drawn = rank_auc(np.concatenate([kept_scores[i] for i in idx]), np.concatenate([kept_labels[i] for i in idx]))
+        if drawn is not None:
+            draws.append(drawn)
+    return {
+        "auc": auc,
+        "interval": percentile_interval(np.array(draws)),
+        "pairs": int(sum(len(x) for x in kept_labels)),
+    }
+
+
 def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer], checker_name: str, seed: int):
     """Every partition of one answers set, beside the checker's."""
     checker = get_checker(checker_name)
@@ -114,7 +174,9 @@ def answers_table(data: list[tuple[str, list[str]]], scorers: dict[str, Scorer],
     partitions |= {name: partition_texts(groups, scorer, prompts=prompts)[0] for name, scorer in scorers.items()}
     keyed = [k is not None for ks in keys for k in ks]
     one_key = [k is not None for ks in single for k in ks]
+    scored = {name: pair_scores(scorer, data) for name, scorer in scorers.items()}
     return {
+        "auc": {name: auc_figure(scores, keys, rng) for name, scores in scored.items() if scores is not None},
         "prompts": len(groups),
         "answers": len(keyed),
         "keyed_share": float(np.mean(keyed)) if keyed else None,

@@ -34,6 +34,22 @@ def table_lines(table: dict[str, Any]) -> list[str]:
     return lines
 
 
+def auc_cell(figure: dict[str, Any] | None) -> str:
+    if not figure or figure["auc"] is None:
+        return MISSING
+    lo, hi = figure["interval"]
+    return f"{figure['auc']:.3f} [{lo:.2f}, {hi:.2f}] (of {figure['pairs']})"
+
+
+def auc_lines(table: dict[str, Any]) -> list[str]:
+    """Each scorer's AUC over the keyed pairs (absent in a partitions.json written before it)."""
+    aucs = table.get("auc") or {}
+    if not aucs:
+        return []
+    rows = [f"| {name} | {auc_cell(figure)} |" for name, figure in aucs.items()]
+    return ["| scorer (its own score, no threshold) | AUC over keyed pairs |", "| --- | ---: |", *rows]
+
+
 def render(result: dict[str, Any]) -> str:
     lines = [
         f"# How each partition splits and joins answers the {result['checker']} checker calls the same",
@@ -41,8 +57,9 @@ def render(result: dict[str, Any]) -> str:
         "Each partition is the one DARLING's reward would make of these answers (classifiers: union-find at their "
         "threshold). Splits: of the answer pairs with the same key, the share put in different classes; joins: of "
         "the pairs with two different keys, the share put in one class. An answer naming several keys is read by its "
-        "first, a convention; the one-key columns count only the pairs of answers that name one key each. Bootstrap "
-        "95% intervals over prompts.",
+        "first, a convention; the one-key columns count only the pairs of answers that name one key each. AUC: how "
+        "well a scorer's own score (P(equivalent), a Jaccard) puts the same-key pairs above the different-key ones, "
+        "over every pair of keyed answers. Bootstrap 95% intervals over prompts.",
         "",
     ]
     for name, table in result["sets"].items():
@@ -53,6 +70,8 @@ def render(result: dict[str, Any]) -> str:
             f"naming one key: {one})",
             "",
             *table_lines(table),
+            "",
+            *auc_lines(table),
             "",
         ]
     return "\n".join(lines)

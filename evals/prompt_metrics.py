@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from darling.core.items import category_of, distinct_items
+from darling.core.checkers import CHECKERS
 from darling.core.quality import distinct_answers
 from darling.evals.vendi import DEFAULT_ORDER, vendi_score
 
@@ -48,7 +48,12 @@ def _vendi(a: PromptAnswers) -> float | None:
 
 
 def _distinct_items(a: PromptAnswers) -> float | None:
-    return None if category_of(a.prompt) is None else float(distinct_items(a.prompt, a.texts))
+    """The keys a checker reads off the answers (an item prompt's members, a world prompt's), the first that reads
+    keys on this prompt; None on a prompt no checker reads. An answer with no key adds nothing."""
+    checker = next((c for c in CHECKERS.values() if c.applies(a.prompt)), None)
+    if checker is None:
+        return None
+    return float(len({key for key in checker.keys(a.prompt, a.texts) if key is not None}))
 
 
 PROMPT_METRICS: tuple[PromptMetric, ...] = (
@@ -71,8 +76,8 @@ PROMPT_METRICS: tuple[PromptMetric, ...] = (
     PromptMetric(
         "distinct_items",
         "distinct items (by rule)",
-        "different category members named, read off each answer by rule (item prompts only: items-train, "
-        "items-heldout; no classifier)",
+        "different category members named, read off each answer by rule (the prompts a checker reads: items-*, "
+        "world-*; no classifier)",
         _distinct_items,
         verdict=("distinct items", "items per prompt"),
     ),

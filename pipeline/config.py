@@ -107,6 +107,21 @@ class PipelineConfig(CommandConfig, StageTables):
         "imported).",
         panel=CHAIN_PANEL,
     )
+    rollout_temperatures: list[float] = option(
+        factory=list,
+        help="rollouts_from = policy: the start policy sampled at each of these temperatures, each a generator of its "
+        "own in the rollouts (the paper's rollouts come from several models; here one policy at several "
+        "temperatures), e.g. [0.7, 1.0]; empty: the RL runs' temperature alone.",
+        panel=CHAIN_PANEL,
+    )
+    shared_stages: list[str] = option(
+        factory=list,
+        help="With --seeds: these first stages of the chain run once, into RUN/shared with the chain's --seed, and "
+        "every seed's chain reads them (RUN/seed-S/<stage> links there), so a seed covers only the later stages' "
+        "draws; e.g. world, datagen, pairs, labels, classifier: one world, policy and classifier, seeds over RL and "
+        "evaluation. Empty, or without --seeds: every stage runs in RUN.",
+        panel=CHAIN_PANEL,
+    )
     checker: str | None = option(
         None,
         choices=CHECKER_NAMES,
@@ -261,6 +276,10 @@ class PipelineConfig(CommandConfig, StageTables):
             raise UserInputError(
                 f"jobs, seed_jobs and rl_processes must be >= 1, got {self.jobs}, {self.seed_jobs}, {self.rl_processes}"
             )
+        if self.rollout_temperatures and self.rollouts_from != "policy":
+            raise UserInputError("rollout_temperatures samples the start policy: set rollouts_from = policy")
+        if any(t < 0 for t in self.rollout_temperatures):
+            raise UserInputError(f"rollout_temperatures must be >= 0, got {self.rollout_temperatures}")
         if self.checker is not None and self.rollouts_from not in ("policy", "none"):
             raise UserInputError(
                 f"checker = {self.checker} reads keys off the task's own answers: set rollouts_from = policy (or none)"

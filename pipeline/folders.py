@@ -4,6 +4,8 @@ rooms stand alone (``tests/core/test_architecture.py`` holds them independent)."
 
 from __future__ import annotations
 
+WORLD_FOLDER = "world"  # the world's corpus and the policy born in it
+WORLD_POLICY = "world/policy"  # world pretrain's run: the policy in world/policy/final
 WARMUP_FOLDER = "rl-warmup"  # the GRPO warm-up every RL run starts from
 ROLLOUTS_FOLDER = "datagen"  # the rollouts the pairs are drawn from
 PAIRS_FOLDER = "pairs"

@@ -26,6 +26,7 @@ from darling.pipeline.folders import (
     GRPO_RUN,
     RL_FOLDER,
     WARMUP_FOLDER,
+    WORLD_POLICY,
     arm_folder,
     arm_policy,
 )
@@ -153,10 +154,21 @@ def _step_row(step: dict[str, Any]) -> str:
     return f"| {step['step']} | " + " | ".join(m.cell(step) for m in STEP_COLUMNS) + " |"
 
 
+SHOWN_STEPS = 40  # a longer run's step table shows every k-th step (every step is in its log_history.json)
+
+
+def shown_steps(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The steps a run's table shows: all up to ``SHOWN_STEPS``, else every k-th and the last; and k."""
+    stride = -(-len(steps) // (SHOWN_STEPS // 2)) if len(steps) > SHOWN_STEPS else 1
+    kept = [step for i, step in enumerate(steps) if i % stride == 0 or i == len(steps) - 1]
+    return kept, stride
+
+
 def run_section(s: dict[str, Any], folder: str) -> list[str]:
     quality = s.get("quality", "math")
     strict = f" (0 over {s['max_words']} words)" if s.get("strict_length") else ""
     launch = f" Launched as `{s['launcher']} ...`." if s.get("launcher") else ""
+    steps, stride = shown_steps(s["steps"])
     lines = [
         f"**`{folder}/`** — reward: {s['reward']}, advantages r − mean"
         f"{'' if s.get('scale_rewards', 'none') == 'none' else ' / std (' + s['scale_rewards'] + ')'}. Policy "
@@ -166,7 +178,8 @@ def run_section(s: dict[str, Any], folder: str) -> list[str]:
         "",
         "| step | " + " | ".join(m.column or "" for m in STEP_COLUMNS) + " |",
         "|" + " ---: |" * (len(STEP_COLUMNS) + 1),
-        *map(_step_row, s["steps"]),
+        *map(_step_row, steps),
+        *([] if stride == 1 else ["", f"Every {stride}th step shown, and the last; every step is in the log below."]),
     ]
     change = s["max_weight_change"]
     lines += [
@@ -192,11 +205,17 @@ SERVERS_FILE = "classifier-servers.json"  # serve-classifier's ready file, in rl
 
 
 # -- where the runs start ------------------------------------------------------------------------------------------
+def born_policy(plan: Plan) -> dict[str, Any]:
+    """With ``[world]``: the policy born in the world (``world/policy/final``), what the warm-up (if any) and every
+    run start from; else nothing (``[rl]``'s own policy)."""
+    return {"policy": str(plan.run / WORLD_POLICY / "final")} if plan.config.world else {}
+
+
 def start_policy(plan: Plan) -> str:
-    """The policy every RL run starts from: the warm-up's (``rl-warmup/final``), else ``[rl]``'s own."""
+    """The policy every RL run starts from: the warm-up's (``rl-warmup/final``), else the world's, else ``[rl]``'s."""
     if plan.config.rl_warmup:
         return str(plan.run / WARMUP_FOLDER / "final")
-    return rl_settings(plan).policy
+    return born_policy(plan).get("policy") or rl_settings(plan).policy
 
 
 @memoised
@@ -208,8 +227,8 @@ def rl_settings(plan: Plan) -> RLTrainConfig:
 
 
 def start(plan: Plan) -> dict[str, Any]:
-    """Where every run starts: the warm-up's policy when there is one (else [rl]'s own, no setting)."""
-    return {"policy": start_policy(plan)} if plan.config.rl_warmup else {}
+    """Where every run starts: the warm-up's policy or the world's when there is one (else [rl]'s own, no setting)."""
+    return {"policy": start_policy(plan)} if plan.config.rl_warmup or plan.config.world else {}
 
 
 # -- the classifier the runs score with ----------------------------------------------------------------------------

@@ -34,14 +34,17 @@ from darling.pipeline.launch_ray import write_ray_job
 from darling.pipeline.launch_slurm import write_slurm
 from darling.pipeline.report import write_manifest, write_report
 from darling.pipeline.script import LOGS, PRELUDE, Block, write_commands, write_inputs, write_study_script
+from darling.pipeline.seeds_report import write_seeds_report
 from darling.pipeline.stage import Plan, read_json
-from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, input_files, plan_notes
+from darling.pipeline.stages import STAGE, STAGE_NAMES, blocks, check_shared, input_files, plan_notes
 from darling.pipeline.stages.compare import ARM_TABLE_METRICS, ARMS_TABLE, STUDY_SCRIPT, study_steps
 
 STUDY_BLOCK = "study"  # RUN/logs/study.log: what RUN/study.sh printed
 
 IDENTITY_FILE = "run.json"
 STAGES_FILE = "stages.json"
+SHARED_RUN = "shared"  # RUN/shared/: with --seeds and shared_stages, the stages run once for every seed
+KEPT_APART = ("logs", "inputs")  # RUN/shared's folders a seed keeps its own of (not linked)
 
 
 class StageFailed(RuntimeError):
@@ -212,10 +215,12 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
         tag = f"[seed {seed}] " if config.seed_jobs > 1 else ""  # side by side: whose line is whose
         log(f"== seed {seed} ({config.seeds.index(seed) + 1}/{len(config.seeds)}) -> {config.run / f'seed-{seed}'}")
         one = replace(config, seed=seed, seeds=[], output=config.run / f"seed-{seed}")
-        return run_pipeline(one, lambda line: log(tag + line), argv)
+        return run_pipeline(one, lambda line: log(tag + line), argv, shared=shared_run)
 
     steps = study_steps(config)
     config.run.mkdir(parents=True, exist_ok=True)
+    # a dry run (or a GPU chain without GPUs) writes the shared run's commands.sh, then every seed's
+    shared_run = run_shared(config, log, argv)["run"] if config.shared_stages else None
     script = write_study_script(config, STUDY_SCRIPT, steps)
     with ThreadPoolExecutor(max_workers=config.seed_jobs) as pool:  # each seed's stages are processes of their own
         futures = {seed: pool.submit(one_seed, seed) for seed in config.seeds}
@@ -230,7 +235,9 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
     if statuses != {"done"}:
         return {"status": statuses.pop(), "run": config.run, "seeds": results, "report": None}
     # The study runs as RUN/study.sh, as every stage runs as its block of commands.sh: rerunning it makes the same.
+    start = time.perf_counter()
     run_block(config, Block(STUDY_BLOCK, "CPU, seconds", [f"bash {shlex.quote(str(script))}"], steps), 1, log)
+    study_seconds = time.perf_counter() - start
     pooled = {step.name: read_json(Path(step.config.output) / "study.json") for step in steps}
     for step in steps:
         result = pooled[step.name]
@@ -241,8 +248,42 @@ def run_seeds(config: PipelineConfig, log: Callable[[str], None], argv: list[str
         table = render_pooled(pooled, ARM_TABLE_METRICS)
         atomic_write_bytes(config.run / ARMS_TABLE, table.encode())
         log(f"every pair pooled: {config.run / ARMS_TABLE}")
-    report = config.run / steps[0].name / "study.md"
-    return {"status": "done", "run": config.run, "seeds": results, "report": report, "manifest": None}
+    written = write_seeds_report(config, pooled, study_seconds)
+    log(f"pipeline done: {written['seconds']:.1f} s of stages, every seed's -> {written['report']}")
+    return {"status": "done", "run": config.run, "seeds": results, "report": written["report"], "manifest": None}
+
+
+def run_shared(config: PipelineConfig, log: Callable[[str], None], argv: list[str] | None) -> dict[str, Any]:
+    """``shared_stages``: the chain's first stages once, into ``RUN/shared`` with the chain's seed, before any seed's
+    chain reads them (a dry run writes their commands.sh)."""
+    whole = Plan(replace(config, seeds=[]))
+    check_shared(whole)
+    shared = replace(config, seeds=[], output=config.run / SHARED_RUN)
+    log(f"== shared stages ({', '.join(config.shared_stages)}), once for every seed -> {shared.run}")
+    return run_pipeline(shared, log, argv, only=tuple(config.shared_stages))
+
+
+def link_shared(plan: Plan, book: StageBook) -> None:
+    """A seed's chain reads the shared stages' output where it was made: each folder of ``RUN/shared`` (but its logs
+    and inputs) linked into the seed's run, and each shared stage recorded as done there (``shared``: where it ran;
+    its time is the shared run's, not the seed's)."""
+    assert plan.shared is not None
+    run = plan.run
+    for entry in sorted(plan.shared.iterdir()):
+        link = run / entry.name
+        if entry.is_dir() and entry.name not in KEPT_APART and not (link.exists() or link.is_symlink()):
+            link.symlink_to(os.path.relpath(entry, run))  # relative: RUN moves as one folder
+    shared_records = StageBook(plan.shared).records
+    where = os.path.relpath(plan.shared, run)
+    for name in plan.config.shared_stages:
+        record = shared_records[name]
+        book.records[name] = {
+            "status": "done",
+            "shared": where,
+            "shared_seconds": record.get("seconds"),
+            "summary": record.get("summary"),
+        }
+    book.save()
 
 
 def card_memory_gib() -> float | None:
@@ -277,7 +318,13 @@ def run_stage(plan: Plan, stage: Block, book: StageBook, counter: str, log: Call
     earlier run finished it. A failure writes the report of what ran and propagates: a rerun resumes there."""
     name = stage.name
     if book.done(name):
-        log(f"{counter} {name}: done earlier in {book.records[name]['seconds']:.1f} s, skipped")
+        record = book.records[name]
+        when = (
+            f"shared: ran once for every seed in {record['shared']}"
+            if record.get("shared")
+            else (f"done earlier in {record['seconds']:.1f} s")
+        )
+        log(f"{counter} {name}: {when}, skipped")
         return
     log(f"{counter} {name} — {stage.describe()}")
     book.start(name)
@@ -299,17 +346,22 @@ def run_stage(plan: Plan, stage: Block, book: StageBook, counter: str, log: Call
 
 
 def run_pipeline(
-    config: PipelineConfig, log: Callable[[str], None] | None = None, argv: list[str] | None = None
+    config: PipelineConfig,
+    log: Callable[[str], None] | None = None,
+    argv: list[str] | None = None,
+    *,
+    only: tuple[str, ...] | None = None,
+    shared: Path | None = None,
 ) -> dict[str, Any]:
     """Run (or, with ``dry_run`` / a CUDA preset on a machine without CUDA, only write) the chain into
     ``config.output``. Returns ``{"status", "run", "commands", "stages", "report", "manifest"}``; status is
     ``done``, ``dry-run`` or ``needs-gpu``. ``argv`` (the CLI's) goes into the manifest. With ``seeds``: the chain
-    once per seed, then the study (``run_seeds``)."""
+    once per seed, then the study (``run_seeds``); ``only`` and ``shared`` are a study's (``Plan``)."""
     log = log or (lambda line: print(line, flush=True))
     config = fitted_to_card(config, log)
     if config.seeds:
         return run_seeds(config, log, argv)
-    plan = Plan(config)
+    plan = Plan(config, only, shared)
     stages = blocks(plan)  # builds, and so checks, every command's settings before anything is written
     check_identity(config)
     write_inputs(input_files(plan))
@@ -326,6 +378,8 @@ def run_pipeline(
     if config.dry_run or config.launcher != "local" or (config.requires_cuda and not cuda_available()):
         return _write_only(plan, commands, result, argv, log)
     book = StageBook(config.run)
+    if shared is not None:
+        link_shared(plan, book)
     for note in plan_notes(plan):  # what the chain does by design, said before it starts
         log(f"note: {note}")
     for i, stage in enumerate(stages, 1):
@@ -333,7 +387,7 @@ def run_pipeline(
     report = write_report(plan, book.records)
     log("manifest: hashing every file under the run folder")
     manifest = write_manifest(plan, book.records, argv, "done")
-    total_seconds = sum(r.get("seconds") or 0 for r in book.records.values())
+    total_seconds = sum(r.get("seconds") or 0 for r in book.records.values())  # a shared stage's is the shared run's
     log(f"pipeline done: {total_seconds:.1f} s of stages -> {report}")
     result.update(status="done", stages=book.records, report=report, manifest=manifest)
     return result

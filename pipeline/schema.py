@@ -19,6 +19,7 @@ from darling.evals.creative_config import CreativeConfig
 from darling.pipeline.tables import SECTION, Section
 from darling.rl.config import RLTrainConfig
 from darling.rl.serve_config import RewardServeConfig
+from darling.world.config import PretrainConfig, WorldCorpusConfig
 
 # The rl-train options the pipeline sets for every run (refused in the rl tables): where it writes, what scores it
 # (the classifier, a checker arm's checker), its seed, threads and method; where it is served and runs.
@@ -36,6 +37,15 @@ def table(section: Section, help_text: str, meta: dict[str, Any] | None = None) 
 class StageTables:
     """One table per stage command (``[rl]``, ``--set rl.max_steps=32``), each with its ``Section``."""
 
+    world: dict[str, Any] = table(
+        Section(WorldCorpusConfig, ("output",), command="world corpus: the world's pretraining corpus"),
+        "The world's corpus (world/corpus/: WorldCorpusConfig fields, e.g. wording): the chain's policy is then born "
+        "in the world ([pretrain]) and every RL run starts from it; empty: no world, the policy is [rl]'s.",
+    )
+    pretrain: dict[str, Any] = table(
+        Section(PretrainConfig, ("corpus", "output", "threads"), command="world pretrain: the policy born in it"),
+        "world pretrain settings, with [world] (PretrainConfig fields: the policy's size, steps, learning rate).",
+    )
     rl_warmup: dict[str, Any] = table(
         Section(RLTrainConfig, (*RL_WIRED, "policy"), command="rl-train: a GRPO warm-up every RL run starts from"),
         "A GRPO warm-up every RL run starts from (rl-warmup/: [rl] plus these RLTrainConfig fields, e.g. max_steps); "

@@ -37,11 +37,21 @@ P = ParamSpec("P")
 
 class Plan:
     """One run's steps, each built the first time something asks for it and kept: a command's config is made (and
-    so checked) once per run, however many blocks, summaries and checks read it."""
+    so checked) once per run, however many blocks, summaries and checks read it.
 
-    def __init__(self, config: PipelineConfig):
+    A ``--seeds`` study with ``shared_stages`` makes two kinds of plan beside the whole chain's: the shared run's
+    (``only``: the stages it runs, the chain's first ones) and each seed's (``shared``: the folder where those stages
+    ran once for every seed; the seed's chain reads their output there and runs the rest)."""
+
+    def __init__(self, config: PipelineConfig, only: tuple[str, ...] | None = None, shared: Path | None = None):
         self.config = config
+        self.only = only
+        self.shared = shared
         self._built: dict[tuple[Any, ...], Any] = {}
+
+    def is_shared(self, stage: str) -> bool:
+        """The stage ran once for every seed, in ``shared`` (a seed's chain does not run it)."""
+        return self.shared is not None and stage in self.config.shared_stages
 
     @property
     def run(self) -> Path:

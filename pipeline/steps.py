@@ -189,9 +189,8 @@ def shown(c: PipelineConfig, wired: dict[str, Any], *sections: str) -> tuple[str
 def threads(c: PipelineConfig, cls: type[CommandConfig], alone: bool = False) -> dict[str, Any]:
     """The chain's CPU threads as the command's ``threads`` field (train-classifier reads 0 as torch's default);
     ``alone``: a one-process command alone in its block gets the cores ``jobs`` commands would share."""
-    if cls is ClassifierTrainConfig:
-        return {"threads": c.threads or 0}
-    return {"threads": block_threads(c) if alone else c.threads}
+    count = block_threads(c) if alone else c.threads
+    return {"threads": count or 0} if cls is ClassifierTrainConfig else {"threads": count}
 
 
 def block_threads(c: PipelineConfig) -> int | None:

@@ -70,6 +70,14 @@ class RLTrainConfig(CommandConfig):
     user_template: str = option(
         CPU_TEMPLATE, help="The user turn; {problem} is replaced by the problem.", panel=DATA_PANEL
     )
+    eval_problems: str | None = option(
+        None,
+        help="Held-out prompts (a file or built-in set) that TRL's evaluation answers before the first step and "
+        "every --eval-steps: --num-generations answers each, scored by the run's reward; its figures go to "
+        "log_history.json prefixed eval_ (distinct keys over steps on prompts the run never trains on).",
+        panel=DATA_PANEL,
+    )
+    eval_limit: int | None = option(None, help="First N of --eval-problems; none = all.", panel=DATA_PANEL)
     # The reward: quality x Norm(diversity) (Eq. 5), or another arm.
     method: str = option(
         "darling",
@@ -112,7 +120,8 @@ class RLTrainConfig(CommandConfig):
         "naming-train, short-answer (format: 1 up to --max-words words, max_words/words beyond) or "
         "relevant-short-answer (format x the answer's MiniLM cosine to the prompt, 0 if it echoes the prompt); "
         "for items-train, item-sentence (1: one or two sentences naming a member of the category, by rule); for "
-        "items-phrase-train, item-phrase (1: 2 to 8 words naming a member).",
+        "items-phrase-train, item-phrase (1: 2 to 8 words naming a member); for world-train, world (1: a "
+        "well-formed answer naming a member of the category).",
         panel=REWARD_PANEL,
     )
     max_words: int = option(4, help="short-answer: the longest answer with full quality.", panel=REWARD_PANEL)
@@ -270,6 +279,9 @@ class RLTrainConfig(CommandConfig):
         panel=LOGGING_PANEL,
         meta={**TRL, **RESUMABLE},
     )
+    eval_steps: int = option(
+        25, help="With --eval-problems: evaluate every N steps.", panel=LOGGING_PANEL, meta={**TRL, **RESUMABLE}
+    )
     save_total_limit: int | None = option(
         2,
         help="Keep the newest N checkpoints (a SmolLM2 one with its optimizer state is 1.6 GB); none keeps all.",
@@ -335,6 +347,10 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(f"--reward-model gives the quality; drop --quality {self.quality}")
         if self.max_words < 1:
             raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
+        if self.eval_steps < 1:
+            raise UserInputError(f"eval_steps must be >= 1, got {self.eval_steps}")
+        if self.eval_problems is not None and self.engine == "verl":
+            raise UserInputError("--eval-problems is TRL's evaluation; drop it with --engine verl")
         try:
             self.reward().check_learning_signal()  # the reward's own checks, the verl entry point's too
         except ValueError as error:

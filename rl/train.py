@@ -26,23 +26,27 @@ from darling.datagen.problems import load_problems
 from darling.rl.config import SETTINGS_FILE, RLTrainConfig, trl_fields
 from darling.rl.methods import CHECKER, NGRAM
 
+EVAL_PROMPTS_PER_BATCH = 16  # held-out prompts per evaluation batch (each with num_generations answers)
 # What a resumed run may change: the settings marked RESUMABLE where RLTrainConfig declares them.
 RESUME_MAY_CHANGE = frozenset(f.name for f in fields(RLTrainConfig) if f.metadata.get("resume_may_change"))
 
 
-def build_dataset(config: RLTrainConfig):
+def build_dataset(config: RLTrainConfig, problems_from: str | None = None, limit: int | None = None):
+    """The run's prompts as TRL reads them (conversational): its training problems, or ``problems_from`` (the
+    held-out prompts of its evaluation) with ``limit``."""
     from datasets import Dataset
 
-    problems = load_problems(config.problems, limit=config.limit)
+    source = problems_from or config.problems
+    problems = load_problems(source, limit=config.limit if problems_from is None else limit)
     if config.quality == "math" and not config.reward_model:  # correctness needs a reference answer
         problems = [p for p in problems if p.reference_answer is not None]
         if not problems:
             raise UserInputError(
-                f"{config.problems}: no problems with a reference answer (open-ended prompts: --quality short-answer)"
+                f"{source}: no problems with a reference answer (open-ended prompts: --quality short-answer)"
             )
     if config.arm.partition == CHECKER:  # the ceiling arm: every prompt's answers must carry a key its rule reads
         rendered = [config.user_template.replace("{problem}", p.problem) for p in problems]
-        get_checker(config.checker).require(rendered, f"--method {config.method} on {config.problems}")
+        get_checker(config.checker).require(rendered, f"--method {config.method} on {source}")
     rows = [
         {
             "prompt": [{"role": "user", "content": config.user_template.replace("{problem}", p.problem)}],
@@ -129,14 +133,21 @@ def model_init_kwargs(config: RLTrainConfig, overrides: dict) -> dict:
     return {**own, **given}
 
 
-def grpo_args(config: RLTrainConfig):
-    """TRL's ``GRPOConfig`` from the command's settings, then ``trl``'s other fields."""
+def grpo_args(config: RLTrainConfig, eval_prompts: int = 0):
+    """TRL's ``GRPOConfig`` from the command's settings, then ``trl``'s other fields; ``eval_prompts``: how many
+    held-out prompts TRL's evaluation answers (none: no evaluation)."""
     from trl import GRPOConfig
 
     overrides = grpo_overrides(config)
     # every setting that reaches TRL, named by its field (``rl.config.trl_fields``); then what rl-train fixes
     own: dict[str, Any] = {trl: getattr(config, name) for trl, name in trl_fields().items()}
     own.update(output_dir=str(config.output), logging_steps=1, save_strategy="steps")
+    if eval_prompts:  # TRL's evaluation of the held-out prompts: before the first step, then every eval_steps
+        own.update(
+            eval_strategy="steps",
+            eval_on_start=True,
+            per_device_eval_batch_size=config.num_generations * min(eval_prompts, EVAL_PROMPTS_PER_BATCH),
+        )
     return GRPOConfig(**own, **{**overrides, "model_init_kwargs": model_init_kwargs(config, overrides)})
 
 
@@ -150,8 +161,9 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
 
     if config.threads:
         torch.set_num_threads(config.threads)
-    args = grpo_args(config)  # a bad trl.* key is refused before any model loads
     dataset = dataset if dataset is not None else build_dataset(config)
+    held_out = build_dataset(config, config.eval_problems, config.eval_limit) if config.eval_problems else None
+    args = grpo_args(config, len(held_out) if held_out is not None else 0)  # a bad trl.* key: before any model
     reward = DarlingRewardFunction(
         config.num_generations,
         build_scorer(config, export),
@@ -159,12 +171,14 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
         build_quality(config),
         scale=config.scale_rewards,
         term=config.darling_term(),
+        checker=get_checker(config.checker),
     )
     trainer = GRPOTrainer(
         model=resolve_model(config.policy),
         reward_funcs=[reward],  # type: ignore[list-item]  # TRL wants list[float | None] returned; list is invariant
         args=args,
         train_dataset=dataset,
+        eval_dataset=held_out,
     )
     trainer.darling_reward = reward  # type: ignore[attr-defined]  # ours, on TRL's trainer: the handle callers use
     if config.trainable_layers is not None:  # before train(): TRL's optimiser takes the weights that need grads

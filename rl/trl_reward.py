@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from darling.classifier.partition import Scorer
+from darling.core.checkers import Checker
 from darling.core.quality import distinct_answers, open_ended_quality
 from darling.core.reward_model import load_reward_model, sigmoid_quality
 from darling.core.training_log import (
@@ -22,6 +23,7 @@ from darling.core.training_log import (
     CLASSIFIER_PAIRS,
     DISTINCT,
     DISTINCT_ANSWERS,
+    DISTINCT_KEYS,
     DIVERSITY,
     GROUPS_CHANGED,
     PAIRS_SAVED,
@@ -97,6 +99,7 @@ class DarlingRewardFunction:
         quality: QualityFn = answer_quality,
         scale: str = "none",
         term: RewardConfig | None = None,
+        checker: Checker | None = None,
     ):
         self.num_generations = num_generations
         self.scorer = scorer
@@ -104,6 +107,7 @@ class DarlingRewardFunction:
         self.quality = quality
         self.scale = scale  # the trainer's scale_rewards: the term's effect is measured on its advantages
         self.term = term  # the GRPO baseline: the DARLING reward whose would-be effect is logged
+        self.checker = checker  # reads each answer's key where it applies: distinct keys per group, for the logs
         # TRL logs rewards/<name>: the DARLING reward, quality alone, or pass@k advantages
         self.__name__ = {"quality": "quality", "passk": "passk"}.get(self.config.combine, "darling")
         self.last: BatchReward | None = None  # the last BatchReward, for tests and callbacks
@@ -140,12 +144,26 @@ class DarlingRewardFunction:
             log_metric(REWARD.key, _mean(flat(result.rewards)))
             log_metric(DISTINCT.key, _mean(result.distinct))  # classes of the classifier
             log_metric(DISTINCT_ANSWERS.key, _mean([distinct_answers(g) for g in groups]))  # no classifier
+            keys = distinct_keys(self.checker, heads, groups)
+            if keys:
+                log_metric(DISTINCT_KEYS.key, _mean(keys))
             log_metric(WITHOUT_SIGNAL.key, float(result.groups_without_signal))
             log_metric(CLASSIFIER_PAIRS.key, float(result.stats.pairs_decided))
             log_metric(PAIRS_SAVED.key, float(result.stats.pairs_saved))
             log_metric(TEXTS_EMBEDDED.key, float(result.stats.texts_embedded))
             log_metric(REWARD_SECONDS.key, time.perf_counter() - start)
         return [r for row in result.rewards for r in row]
+
+
+def distinct_keys(checker: Checker | None, prompts: Sequence[str], groups: Sequence[Sequence[str]]) -> list[int]:
+    """Per group whose prompt the checker reads, the different keys its answers name (an answer with none adds none)."""
+    if checker is None:
+        return []
+    return [
+        len({key for key in checker.keys(prompt, group) if key is not None})
+        for prompt, group in zip(prompts, groups, strict=True)
+        if checker.applies(prompt)
+    ]
 
 
 def log_effect(log_metric: Callable[[str, float], None], result: BatchReward) -> None:

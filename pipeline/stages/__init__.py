@@ -1,4 +1,4 @@
-"""The chain's stages, in order, one room each: ``warmup.py``, ``datagen.py`` (rollouts, pairs, labels),
+"""The chain's stages, in order, one room each: ``world.py``, ``warmup.py``, ``datagen.py`` (rollouts, pairs, labels),
 ``classifier.py``, ``rl.py``, ``eval_math.py``, ``eval_novelty.py``, ``eval_creative.py``, ``compare.py``. A room
 holds its stage's steps, block, summary, report section and ``Stage`` record (``pipeline/stage.py``), and names its
 own folders; ``commands.sh``, the runner, the report and the SLURM and Ray launchers read everything from ``STAGES``
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from darling.core.errors import UserInputError
 from darling.pipeline.resources import INPUT_FILES
 from darling.pipeline.schema import TABLES
 from darling.pipeline.script import Block
@@ -21,10 +22,12 @@ from darling.pipeline.stages.eval_math import EVAL_MATH
 from darling.pipeline.stages.eval_novelty import EVAL_NOVELTY
 from darling.pipeline.stages.rl import RL
 from darling.pipeline.stages.warmup import WARMUP
+from darling.pipeline.stages.world import WORLD
 from darling.pipeline.steps import input_path
 from darling.pipeline.tables import INPUTS_PREFIX
 
 STAGES: tuple[Stage, ...] = (
+    WORLD,
     WARMUP,
     DATAGEN,
     PAIRS,
@@ -41,22 +44,38 @@ STAGE_NAMES = tuple(STAGE)
 
 
 def active_stages(plan: Plan) -> list[Stage]:
-    """The stages this run's chain runs, in order."""
-    return [stage for stage in STAGES if stage.runs(plan)]
+    """The stages this run's chain runs, in order (a shared run's plan: its own only)."""
+    return [stage for stage in STAGES if stage.runs(plan) and (plan.only is None or stage.name in plan.only)]
 
 
 @memoised
 def blocks(plan: Plan) -> list[Block]:
     """Every block of the chain, in order, after every stage's own check: building them also builds, and so checks,
-    every command's config."""
+    every command's config. In a seed's chain a shared stage's block is a comment saying where it ran."""
 
     def build() -> list[Block]:
         stages = active_stages(plan)
         for stage in stages:
             stage.check(plan)
-        return [stage.block(plan) for stage in stages]
+        return [shared_block(plan, stage) if plan.is_shared(stage.name) else stage.block(plan) for stage in stages]
 
     return build()
+
+
+def shared_block(plan: Plan, stage: Stage) -> Block:
+    where = f"shared: ran once for every seed, in {plan.shared}"
+    return Block(stage.name, where, [f"# {stage.name}: ran once for every seed (see {plan.shared}/commands.sh)"], [])
+
+
+def check_shared(plan: Plan) -> None:
+    """``shared_stages`` are the chain's first stages, and some stage is left for the seeds (one line if not)."""
+    names = [stage.name for stage in active_stages(plan)]
+    shared = plan.config.shared_stages
+    if shared != names[: len(shared)] or len(shared) >= len(names):
+        raise UserInputError(
+            f"shared_stages must be the chain's first stages, with some left for each seed: this chain's stages are "
+            f"{', '.join(names)}; got {', '.join(shared)}"
+        )
 
 
 def input_files(plan: Plan) -> dict[Path, str]:

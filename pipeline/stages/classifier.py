@@ -41,7 +41,7 @@ def process_count(devices: str) -> int:
 def classifier_step(plan: Plan) -> Step:
     c = plan.config
     preset = c.classifier.get("preset")
-    wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig)}
+    wired = {"seed": c.seed, **threads(c, ClassifierTrainConfig, alone=True)}  # alone in its block
     if c.launcher == "slurm" and c.nodes > 1:  # torchrun once per node (pipeline/launch_slurm.py): Lightning must know
         wired["num_nodes"] = c.nodes
     config = stage_config(c, "classifier", ClassifierTrainConfig, wired)

@@ -52,12 +52,18 @@ def datagen_step(plan: Plan) -> Step:
 
 def _policy_rollouts(plan: Plan, wired: dict[str, Any]) -> Step:
     """The start policy's answers to the RL prompts, prompted as rl-train prompts them (no system prompt, its user
-    template), sampled by default as it samples (its temperature and completion length; [datagen] may say otherwise)."""
+    template), sampled by default as it samples (its temperature and completion length; [datagen] may say otherwise);
+    with ``rollout_temperatures``, one generator per temperature (``policy_generators``)."""
     c = plan.config
     rl = rl_settings(plan)
+    sampled = (
+        {"generators": input_path(c, GENERATORS_FILE)}
+        if c.rollout_temperatures
+        else {"model": [f"{START}={start_policy(plan)}"]}
+    )
     wired.update(
         problems=str(rl.problems),
-        model=[f"{START}={start_policy(plan)}"],
+        **sampled,
         system_prompt="",
         user_template=rl.user_template,
         **threads(c, RolloutConfig, alone=True),
@@ -74,7 +80,10 @@ def datagen_block(plan: Plan) -> Block:
     if c.rollouts_from == "champ":
         where = "CPU, seconds: CHAMP's real responses (GPT-3.5, GPT-4, GPT-4 Turbo, PaLM 2)"
     elif c.rollouts_from == "policy":
-        where = engine_where(step.config, f"the start policy's answers to {step.config.problems}, n = {step.config.n}")
+        at = f" at temperatures {', '.join(f'{t:g}' for t in c.rollout_temperatures)}" if c.rollout_temperatures else ""
+        where = engine_where(
+            step.config, f"the start policy's answers to {step.config.problems}{at}, n = {step.config.n}"
+        )
     else:
         where = engine_where(step.config, f"{len(c.datagen.get('generators', []))} generators")
     lines = [step.line(c.run)]
@@ -88,7 +97,25 @@ def datagen_inputs(plan: Plan) -> dict[Path, str]:
     c = plan.config
     if c.rollouts_from == "generate" and c.datagen.get("generators"):
         return {input_path(c, GENERATORS_FILE): json_text({"generators": c.datagen["generators"]})}
+    if c.rollouts_from == "policy" and c.rollout_temperatures:
+        return {input_path(c, GENERATORS_FILE): json_text({"generators": policy_generators(plan)})}
     return {}
+
+
+def policy_generators(plan: Plan) -> list[dict[str, Any]]:
+    """``rollout_temperatures``: the start policy at each temperature, a generator each (``start-t0.7``, ...),
+    prompted as rl-train prompts it."""
+    rl = rl_settings(plan)
+    return [
+        {
+            "name": f"{START}-t{t:g}",
+            "model": start_policy(plan),
+            "temperature": t,
+            "system_prompt": "",
+            "user_template": rl.user_template,
+        }
+        for t in plan.config.rollout_temperatures
+    ]
 
 
 def datagen_summary(plan: Plan) -> dict[str, Any]:
@@ -99,9 +126,10 @@ def datagen_summary(plan: Plan) -> dict[str, Any]:
     if c.rollouts_from == "champ":
         mode = f"CHAMP import: the real responses of 4 models to the first {config.limit or 270} problems"
     elif c.rollouts_from == "policy":
+        temperatures = c.rollout_temperatures or [config.temperature]
         mode = (
             f"the start policy's own answers ({config.engine} engine) to the RL prompts {config.problems}, "
-            f"n = {config.n} at temperature {config.temperature}"
+            f"n = {config.n} at temperature {', '.join(f'{t:g}' for t in temperatures)}"
         )
     else:
         names = ", ".join(s.name for s in config.generator_specs())

@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from darling.pipeline.folders import WARMUP_FOLDER
-from darling.pipeline.rl_steps import REWARD_SERVERS_FILE, reward_serve_step, rl_run, run_section, run_summary
+from darling.pipeline.rl_steps import (
+    REWARD_SERVERS_FILE,
+    born_policy,
+    reward_serve_step,
+    rl_run,
+    run_section,
+    run_summary,
+)
 from darling.pipeline.script import Block, start_in_background, stop_background
 from darling.pipeline.stage import Plan, Stage, memoised
 from darling.pipeline.steps import Step, block_threads, table_values
@@ -24,7 +31,7 @@ def _with_warmup(plan: Plan) -> bool:
 def warmup_step(plan: Plan) -> Step:
     """The warm-up's ``rl-train`` (GRPO, quality only), on the cores ``jobs`` side-by-side commands would share."""
     c = plan.config
-    own = table_values(c, "rl_warmup")
+    own = {**table_values(c, "rl_warmup"), **born_policy(plan)}
     tables = ("rl", "rl_warmup")
     return rl_run(plan, WARMUP_FOLDER, GRPO.name, own, block_threads(c), tables=tables)
 

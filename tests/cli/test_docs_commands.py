@@ -121,7 +121,7 @@ def test_the_layout_guide_names_every_module_and_no_other():
     import re
 
     layout = (ROOT / "docs" / "layout.md").read_text()
-    for package in ("core", "datagen", "classifier", "rl", "evals", "pipeline", "cli"):
+    for package in ("core", "datagen", "world", "classifier", "rl", "evals", "pipeline", "cli"):
         section = layout.split(f"### `{package}/`", 1)[1].split("\n### ", 1)[0]
         tables = section.split("\n`stages/`:", 1)  # pipeline: its own files, then its stages' rooms
         for folder, table in zip((ROOT / package, ROOT / package / "stages"), tables, strict=False):

@@ -36,7 +36,7 @@ EXPECTED = {
     "train-classifier", "import-classifier", "rl-train", "serve-classifier", "serve-reward-model", "pipeline",
     "eval math", "eval novelty", "eval creative", "eval classifier", "eval compare", "eval study",
     "eval partitions", "eval agreement",
-    "datagen rollouts", "datagen pairs", "datagen label", "datagen training-pairs",
+    "datagen rollouts", "datagen pairs", "datagen label", "datagen training-pairs", "world corpus", "world pretrain",
 }  # fmt: skip
 
 

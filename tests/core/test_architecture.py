@@ -1,13 +1,13 @@
 """The package's architecture, read from its import graph by grimp (every import statement: at module level, inside a
 function, under ``TYPE_CHECKING``): no cycle among its modules, and the layers its folders form.
 
-    cli  ->  pipeline  ->  rl | evals  ->  datagen | classifier  ->  core
+    cli  ->  pipeline  ->  rl | evals  ->  datagen | world | classifier  ->  core
 
 A module imports only from layers below its own (``|``: siblings that never import each other). What two stages share
 lives below both. Inside ``pipeline`` the same holds, so that a stage's tables are declared before any room reads
 them (tables <- config <- the rooms):
 
-    runner -> report | launch_slurm | launch_ray -> stages -> rl_steps -> stage -> script -> steps
+    runner -> seeds_report -> report | launch_slurm | launch_ray -> stages -> rl_steps -> stage -> script -> steps
         -> config -> schema -> tables -> resources | gpu_memory | measured_figures | folders
 
 and the rooms (``pipeline/stages/*.py``) stand alone: none imports another, except ``compare``, which compares the
@@ -20,9 +20,16 @@ import grimp
 import pytest
 from grimp import Layer
 
-PACKAGE_LAYERS = (Layer("cli"), Layer("pipeline"), Layer("rl", "evals"), Layer("datagen", "classifier"), Layer("core"))
+PACKAGE_LAYERS = (
+    Layer("cli"),
+    Layer("pipeline"),
+    Layer("rl", "evals"),
+    Layer("datagen", "world", "classifier"),
+    Layer("core"),
+)
 PIPELINE_LAYERS = (
     Layer("runner"),
+    Layer("seeds_report"),
     Layer("report", "launch_slurm", "launch_ray"),
     Layer("stages"),
     Layer("rl_steps"),
