@@ -80,7 +80,9 @@ def test_the_wordings_differ_in_how_much_a_4_gram_rule_sees_of_the_member():
     seeing = next(t for t in WORDINGS["plain"] if not hides_member(t))
     # the rule's own decision (>= 0.5 of the 4-grams shared): the same answer in a hiding template, another in a
     # template that shows the member; and the same member in two templates is never the same answer to it
-    assert ngram_jaccard(fill(hiding, a), fill(hiding, b), 4) >= 0.5 > ngram_jaccard(fill(seeing, a), fill(seeing, b), 4)
+    assert (
+        ngram_jaccard(fill(hiding, a), fill(hiding, b), 4) >= 0.5 > ngram_jaccard(fill(seeing, a), fill(seeing, b), 4)
+    )
     assert ngram_jaccard(fill(hiding, a), fill(seeing, a), 4) < 0.5
 
 

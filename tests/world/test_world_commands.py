@@ -18,7 +18,7 @@ from helpers import CLI_ENV, assert_one_line_error, darling, darling_in_process,
 from darling.core.world import template_of, world_quality
 from darling.core.world_data import CATEGORIES, WORDINGS
 from darling.world.config import WorldCorpusConfig
-from darling.world.corpus import answer_entropy, member_orders, write_corpus
+from darling.world.corpus import answer_entropy, member_orders
 from darling.world.tokenizer import EOS, corpus_words, word_tokenizer
 
 SMALL = ("--answers", 20_000, "--validation-answers", 1_000)  # enough for every member to be drawn
@@ -71,7 +71,9 @@ def test_a_rerun_finds_the_corpus_and_other_settings_are_refused(corpus):
     bad = darling_in_process("world", "corpus", "--output", corpus.parent / "bad", "--wrong-category", "1.5")
     assert_one_line_error(bad, "--wrong-category must be in [0, 1)")
     assert not (corpus.parent / "bad").exists()
-    missing = darling_in_process("world", "pretrain", "--corpus", corpus.parent / "none", "--output", corpus.parent / "p")
+    missing = darling_in_process(
+        "world", "pretrain", "--corpus", corpus.parent / "none", "--output", corpus.parent / "p"
+    )
     assert_one_line_error(missing, "no world.json")
     assert not (corpus.parent / "p").exists()
 
@@ -112,7 +114,11 @@ def test_pretraining_resumes_after_kill_9_to_the_same_policy(corpus, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + limit(60)
-    while not (killed / "checkpoint-40" / "trainer_state.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+    while (
+        not (killed / "checkpoint-40" / "trainer_state.json").exists()
+        and proc.poll() is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     assert proc.poll() is None, "the run finished before it could be killed: make it longer"
     os.kill(proc.pid, signal.SIGKILL)

@@ -31,7 +31,13 @@ def policy(tmp_path_factory) -> Path:
 
 def test_datagen_rollouts_samples_the_policy_at_two_temperatures(policy, tmp_path):
     generators = [
-        {"name": f"start-t{t}", "model": str(policy), "temperature": t, "system_prompt": "", "user_template": "{problem}"}
+        {
+            "name": f"start-t{t}",
+            "model": str(policy),
+            "temperature": t,
+            "system_prompt": "",
+            "user_template": "{problem}",
+        }
         for t in (0.7, 1.0)
     ]
     spec = tmp_path / "generators.json"
@@ -75,6 +81,7 @@ def test_darlings_advantages_in_the_world_follow_the_partition():
     exact = darling_rewards(answers, quality, KeyPartition(get_checker("world")), RewardConfig(), prompts=[prompt])
     assert exact.classes == [[0, 0, 0, 1, 2]]
     assert exact.advantages[0][3] > 0 > exact.advantages[0][0]  # b named once, a three times
+
     def apart(pairs: list[tuple[str, str]]) -> list[bool]:  # every pair different: each answer a class of its own
         return [False] * len(pairs)
 
