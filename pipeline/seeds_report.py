@@ -16,7 +16,7 @@ from typing import Any
 
 from darling.core.numbers import MISSING
 from darling.core.shards import atomic_write_bytes
-from darling.evals.study_curves import final_means, write_study_curves
+from darling.evals.study_curves import WINDOW, final_means, mean_curve, write_study_curves
 from darling.pipeline.config import PipelineConfig
 from darling.pipeline.folders import BASE_POLICY, DARLING_POLICY, GRPO_POLICY, arm_policy
 from darling.pipeline.rl_steps import run_folders
@@ -164,6 +164,34 @@ def classifier_lines(config: PipelineConfig) -> list[str]:
     return [*lines, ""]
 
 
+def over_steps_lines(curves: dict[str, dict[str, Any]], points: int = 4) -> list[str]:
+    """Each arm's distinct minus GRPO's along its RL steps, on the mean curves (training prompts: the running mean
+    of the steps' groups; held out: TRL's evaluations), at ``points`` steps spread over the run."""
+    if GRPO_POLICY not in curves:
+        return []
+    lines = []
+    for part, smooth, title in (("train", WINDOW, "training prompts"), ("held_out", 1, "held-out prompts")):
+        means = {
+            arm: dict(zip(*mean_curve([c[part] for c in seeds.values()], "distinct", smooth), strict=True))
+            for arm, seeds in curves.items()
+        }
+        steps = sorted(means[GRPO_POLICY])
+        if not steps:
+            continue
+        picked = sorted({steps[round(i * (len(steps) - 1) / points)] for i in range(1, points + 1)})
+        lines += [
+            f"| {title}: arm − GRPO at step | " + " | ".join(f"{step:g}" for step in picked) + " |",
+            "|---|" + "---:|" * len(picked),
+        ]
+        for arm, curve in means.items():
+            if arm != GRPO_POLICY:
+                cells = [f"{curve[s] - means[GRPO_POLICY][s]:+.2f}" if s in curve else MISSING for s in picked]
+                lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+        grpo = " | ".join(f"{means[GRPO_POLICY][s]:.2f}" for s in picked)
+        lines += [f"| GRPO's own level (step {steps[0]:g}: {means[GRPO_POLICY][steps[0]]:.2f}) | {grpo} |", ""]
+    return lines
+
+
 def times_lines(config: PipelineConfig, study_seconds: float) -> tuple[list[str], float]:
     """Stage times: the shared stages (once), each seed's own, the study; and their sum."""
     shared = stage_records(config.run / "shared")
@@ -190,7 +218,11 @@ def _seconds(value: Any) -> str:
 
 
 def render_seeds_report(
-    config: PipelineConfig, studies: dict[str, dict[str, Any]], figure: Path | None, study_seconds: float
+    config: PipelineConfig,
+    studies: dict[str, dict[str, Any]],
+    figure: Path | None,
+    study_seconds: float,
+    curves: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[str, float]:
     metric = lead_metric(studies)
     times, total = times_lines(config, study_seconds)
@@ -234,6 +266,18 @@ def render_seeds_report(
         share = ceiling_share(studies, metric, train)
         if share:
             lines.append(f"- DARLING's gain over GRPO as a share of the exact partition's ({part}): {share}")
+    steps = over_steps_lines(curves) if curves else []
+    if steps:
+        lines += [
+            "",
+            "## Over RL steps",
+            "",
+            "Each arm's distinct answers minus GRPO's along the runs (the figure's mean curves: on the training "
+            f"prompts the running mean of {WINDOW} steps' groups, held out TRL's evaluations); mean over seeds, no "
+            "interval (the pooled intervals above are the runs' ends).",
+            "",
+            *steps,
+        ]
     lines += ["", "## The policies, mean over seeds", "", *policy_levels(config, metric), ""]
     lines += ["## The classifier against the word rules", "", *classifier_lines(config)]
     lines += [
@@ -254,7 +298,7 @@ def write_seeds_report(
     curves = curves_of(config)
     has_points = any(c["train"]["step"] for seeds in curves.values() for c in seeds.values())
     figure = write_study_curves(curves, config.run) if has_points else None
-    text, total = render_seeds_report(config, studies, figure, study_seconds)
+    text, total = render_seeds_report(config, studies, figure, study_seconds, curves if has_points else None)
     path = config.run / REPORT_FILE
     atomic_write_bytes(path, text.encode())
     ends = {part: final_means(curves, part, "distinct") for part in ("train", "held_out")} if has_points else {}

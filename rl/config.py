@@ -78,6 +78,12 @@ class RLTrainConfig(CommandConfig):
         panel=DATA_PANEL,
     )
     eval_limit: int | None = option(None, help="First N of --eval-problems; none = all.", panel=DATA_PANEL)
+    eval_groups: int = option(
+        1,
+        help="With --eval-problems: groups of --num-generations answers per held-out prompt at each evaluation (its "
+        "figures averaged over them: fewer draws' noise in a curve over steps).",
+        panel=DATA_PANEL,
+    )
     # The reward: quality x Norm(diversity) (Eq. 5), or another arm.
     method: str = option(
         "darling",
@@ -347,8 +353,8 @@ class RLTrainConfig(CommandConfig):
             raise UserInputError(f"--reward-model gives the quality; drop --quality {self.quality}")
         if self.max_words < 1:
             raise UserInputError(f"max_words must be >= 1, got {self.max_words}")
-        if self.eval_steps < 1:
-            raise UserInputError(f"eval_steps must be >= 1, got {self.eval_steps}")
+        if self.eval_steps < 1 or self.eval_groups < 1:
+            raise UserInputError(f"eval_steps and eval_groups must be >= 1, got {self.eval_steps}, {self.eval_groups}")
         if self.eval_problems is not None and self.engine == "verl":
             raise UserInputError("--eval-problems is TRL's evaluation; drop it with --engine verl")
         try:

@@ -31,9 +31,9 @@ EVAL_PROMPTS_PER_BATCH = 16  # held-out prompts per evaluation batch (each with 
 RESUME_MAY_CHANGE = frozenset(f.name for f in fields(RLTrainConfig) if f.metadata.get("resume_may_change"))
 
 
-def build_dataset(config: RLTrainConfig, problems_from: str | None = None, limit: int | None = None):
+def build_dataset(config: RLTrainConfig, problems_from: str | None = None, limit: int | None = None, groups: int = 1):
     """The run's prompts as TRL reads them (conversational): its training problems, or ``problems_from`` (the
-    held-out prompts of its evaluation) with ``limit``."""
+    held-out prompts of its evaluation) with ``limit``, each listed ``groups`` times (TRL samples a group per row)."""
     from datasets import Dataset
 
     source = problems_from or config.problems
@@ -55,7 +55,7 @@ def build_dataset(config: RLTrainConfig, problems_from: str | None = None, limit
         }
         for p in problems
     ]
-    return Dataset.from_list(rows)
+    return Dataset.from_list([row for row in rows for _ in range(groups)])
 
 
 def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
@@ -84,6 +84,19 @@ def build_scorer(config: RLTrainConfig, export: ClassifierExport | None = None):
         )
     device = resolve_device(config.classifier_device)
     return load_scorer(export, threshold=config.classifier_threshold, device=device)
+
+
+def check_enough_prompts(config: RLTrainConfig, prompts: int) -> None:
+    """A step samples ``per_device_train_batch_size x steps_per_generation / num_generations`` prompts on each process;
+    fewer prompts than that fill no batch, and TRL would train zero steps without a word."""
+    per_step = config.per_device_train_batch_size * (config.steps_per_generation or config.gradient_accumulation_steps)
+    needed = per_step // config.num_generations
+    if prompts < needed:
+        raise UserInputError(
+            f"{config.problems}: {prompts} prompts (limit {config.limit}), fewer than the {needed} a step samples "
+            f"({per_step} completions of {config.num_generations}): raise --limit or lower "
+            "--per-device-train-batch-size"
+        )
 
 
 def client_options(config: RLTrainConfig) -> dict:
@@ -162,7 +175,9 @@ def build_trainer(config: RLTrainConfig, dataset=None, export: ClassifierExport 
     if config.threads:
         torch.set_num_threads(config.threads)
     dataset = dataset if dataset is not None else build_dataset(config)
-    held_out = build_dataset(config, config.eval_problems, config.eval_limit) if config.eval_problems else None
+    held_out = None
+    if config.eval_problems:
+        held_out = build_dataset(config, config.eval_problems, config.eval_limit, config.eval_groups)
     args = grpo_args(config, len(held_out) if held_out is not None else 0)  # a bad trl.* key: before any model
     reward = DarlingRewardFunction(
         config.num_generations,
@@ -269,6 +284,7 @@ def rl_train(config: RLTrainConfig, resume: bool | None = False, trainer=None):
     dataset, export = None, None
     if trainer is None:  # every input is read (and refused, if bad) before OUTPUT is touched or a model loads
         dataset = build_dataset(config)
+        check_enough_prompts(config, len(dataset))
         grpo_overrides(config)
         if config.classifier is not None:
             export = ClassifierExport(config.classifier)

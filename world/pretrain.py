@@ -63,20 +63,24 @@ def encoded(tokenizer: PreTrainedTokenizerFast, prompts: list[str], answers: lis
 
 class PaddedRows:
     """Encoded rows as three tensors padded once to the longest (a map-style dataset): a batch is then rows stacked,
-    with no padding per step. The loss reads the answer and its end token only (the prompt's labels are ignored)."""
+    with no padding per step. The loss reads the answer and its end token only (the prompt's labels are ignored).
+    A corpus repeats its few thousand distinct rows: each is padded once, then gathered."""
 
     def __init__(self, rows: list[tuple[list[int], list[int]]], pad_id: int):
         import torch
 
-        width = max(len(p) + len(a) for p, a in rows)
-        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, (p, a) in enumerate(rows):
+        distinct: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+        index = [distinct.setdefault((tuple(p), tuple(a)), len(distinct)) for p, a in rows]
+        width = max(len(p) + len(a) for p, a in distinct)
+        ids = torch.full((len(distinct), width), pad_id, dtype=torch.long)
+        labels = torch.full((len(distinct), width), IGNORE, dtype=torch.long)
+        mask = torch.zeros((len(distinct), width), dtype=torch.long)
+        for i, (p, a) in enumerate(distinct):
             ids[i, : len(p) + len(a)] = torch.tensor(p + a)
             labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
             mask[i, : len(p) + len(a)] = 1
-        self.columns = {"input_ids": ids, "labels": labels, "attention_mask": mask}
+        order = torch.tensor(index)
+        self.columns = {"input_ids": ids[order], "labels": labels[order], "attention_mask": mask[order]}
 
     def __len__(self) -> int:
         return len(self.columns["input_ids"])

@@ -124,7 +124,7 @@ DARLING_OWN = {
     "classifier_threshold", "classifier_device", "quality", "max_words", "strict_length", "reward_model",
     "reward_model_urls", "reward_model_device", "server_timeout", "server_retries", "norm", "correct_only",
     "floor", "ngram_n", "ngram_threshold", "passk_k", "checker", "prune_checkpoints", "threads", "engine", "verl_gpus",
-    "verl_nodes", "dry_run", "trl", "trainable_layers", "eval_problems", "eval_limit",
+    "verl_nodes", "dry_run", "trl", "trainable_layers", "eval_problems", "eval_limit", "eval_groups",
 }  # fmt: skip
 
 

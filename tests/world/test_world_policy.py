@@ -58,7 +58,8 @@ def test_datagen_rollouts_samples_the_policy_at_two_temperatures(policy, tmp_pat
 def test_rl_train_trains_the_world_policy_and_evaluates_held_out_categories(policy, tmp_path):
     out = tmp_path / "rl"
     args = ["--preset", "world", "--policy", policy, "--method", "checker-ceiling", "--max-steps", 4]
-    args += ["--eval-problems", "world-heldout", "--eval-limit", 4, "--eval-steps", 2, "--output", out]
+    args += ["--eval-problems", "world-heldout", "--eval-limit", 4, "--eval-steps", 2, "--eval-groups", 2]
+    args += ["--output", out]
     darling("rl-train", *args, check=True, timeout=limit(60))
     history = json.loads((out / "log_history.json").read_text())
     trained = [h for h in history if "darling/distinct_keys" in h]
@@ -68,6 +69,17 @@ def test_rl_train_trains_the_world_policy_and_evaluates_held_out_categories(poli
     assert all(0 < h["eval_darling/distinct_keys"] <= 8 for h in evaluated)
     assert any(h["darling/groups_changed"] > 0 for h in trained)  # the exact partition's term acted
     assert (out / "final" / "model.safetensors").exists()
+
+
+def test_the_held_out_prompts_are_listed_once_per_group_in_a_row():
+    """TRL samples one group per row, in order: a held-out prompt's groups follow each other."""
+    from darling.rl.config import RLTrainConfig
+    from darling.rl.train import build_dataset
+
+    config = RLTrainConfig.build("world", overrides={"output": "unused", "method": "grpo"})
+    rows = build_dataset(config, "world-heldout", 3, groups=2)
+    assert [r["problem_id"] for r in rows] == [pid for pid in rows.unique("problem_id") for _ in range(2)]
+    assert len(rows) == 6 and build_dataset(config, "world-heldout", 3).num_rows == 3
 
 
 def test_darlings_advantages_in_the_world_follow_the_partition():
@@ -93,3 +105,13 @@ def test_darlings_advantages_in_the_world_follow_the_partition():
     alone = darling_rewards(wrong, wrong_quality, apart, RewardConfig(), prompts=[prompt])
     grpo = darling_rewards(wrong, wrong_quality, None, RewardConfig(combine="quality"), prompts=[prompt])
     assert alone.advantages == grpo.advantages and grpo.advantages[0][1] < 0
+
+
+def test_rl_train_refuses_fewer_prompts_than_a_step_samples(policy, tmp_path):
+    """Four prompts cannot fill a step of eight groups: TRL would train no step at all, without a word."""
+    from helpers import assert_one_line_error
+
+    args = ["--preset", "world", "--policy", policy, "--method", "grpo", "--limit", 4, "--output", tmp_path / "rl"]
+    result = darling("rl-train", *args, timeout=limit(30))
+    assert_one_line_error(result, "world-train: 4 prompts (limit 4), fewer than the 8 a step samples")
+    assert not (tmp_path / "rl").exists()
