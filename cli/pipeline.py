@@ -22,8 +22,13 @@ pipeline writes commands.sh, then runs each of its blocks as written. CPU and GP
 
 Examples:
 
-    # the main job, 20-32 min on 2 CPU cores (rerun: finished stages skipped)
-    darling pipeline --preset cpu --output runs/pipe
+    # the main job, ~10-15 min on 2 CPU cores: a world where the truth is
+    # known, its policy, classifier and four arms over three seeds
+    darling pipeline --preset cpu-world --output runs/pipe
+
+    # the naming chain: SmolLM2 on the naming prompts, one seed (rerun: finished
+    # stages skipped)
+    darling pipeline --preset cpu --output runs/naming
 
     # DARLING against GRPO over three seeds (15-18 min a seed), pooled
     darling pipeline --preset cpu-compare --seeds 1,2,3 --output runs/cmp

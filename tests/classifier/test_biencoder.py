@@ -153,6 +153,25 @@ def test_bi_encoder_export_reloads_strictly_with_identical_probabilities(bert_bi
     np.testing.assert_allclose(reloaded.prob_equivalent(pairs), reloaded.prob_equivalent([(b, a) for a, b in pairs]))
 
 
+def test_a_bi_encoder_embeds_each_text_once_and_keeps_it(bert_bi_export, monkeypatch):
+    """An RL run asks about the same short answers step after step: each text goes through the encoder once, its
+    embedding is kept (by threshold copies too), and the probabilities are those of embedding it afresh."""
+    scorer = load_scorer(bert_bi_export.output)
+    groups = [["A story about apples.", "A tale of apples.", "A story about apples."], ["pears", "plums"]]
+    fresh = [m.copy() for m in scorer.prob_matrices(groups)]
+    assert scorer.last_embedded == 4
+    seen: list[int] = []
+    encode = scorer.encoder.encode
+    monkeypatch.setattr(scorer.encoder, "encode", lambda texts: seen.append(len(texts)) or encode(texts))
+    again = scorer.with_threshold(0.3).prob_matrices([*groups, ["plums", "figs"]])
+    assert seen == [1] and all(np.array_equal(a, b) for a, b in zip(again, fresh, strict=False))  # only "figs"
+    _, stats = partition_texts(groups, scorer)
+    assert stats.texts_embedded == 0  # every text of the batch was kept
+    monkeypatch.setattr(type(scorer), "CACHE_TEXTS", 2)  # a bounded cache keeps the newest texts
+    scorer.prob_matrices([["one", "two", "three"]])
+    assert list(scorer.cache) == ["two", "three"]
+
+
 def test_pairs_of_one_label_train_with_default_affine(tmp_path, tiny_bert_dir):
     """A judge that called every pair the same (SmolLM2 on CHAMP) gives one label: the bi-encoder still
     trains and exports, as the cross-encoder does, with a and b left at their defaults (no fit exists)."""
@@ -198,9 +217,10 @@ class TableScorer(EmbeddingScorer):
         super().__init__(encoder=None, scale=10.0, bias=-5.0)
         self.calls, self.embedded = 0, 0
 
-    def embed(self, texts):  # encoder-free: embeddings straight from a table
+    def embed(self, texts):  # encoder-free: embeddings straight from a table (no cache: each call embeds its texts)
         self.calls += 1
         self.embedded += len(set(texts))
+        self.last_embedded = len(set(texts))
         angle = {c: i * 0.7 for i, c in enumerate("abcdefgh")}
         return np.array([[np.cos(angle[t[0]]), np.sin(angle[t[0]])] for t in texts])
 

@@ -57,3 +57,35 @@ def test_splits_and_joins_are_counted_against_the_checker_and_refused_off_its_pr
     bad = darling_in_process("eval", "partitions", "--answers", f"naming={naming}", "-o", tmp_path / "bad")
     assert_one_line_error(bad, "--answers naming", "has no items checker")
     assert not (tmp_path / "bad").exists()
+
+
+def test_each_scorer_gets_its_auc_over_the_keyed_pairs(tmp_path):
+    """The threshold-free figure beside each partition: how its own score orders the same-key pairs above the
+    different-key ones (scikit-learn's ROC AUC of the pairs a checker labels), with a bootstrap interval."""
+    from sklearn.metrics import roc_auc_score
+
+    from darling.core.lexical import content_jaccard, ngram_jaccard
+
+    answers = write_scores(tmp_path / "start", GROUPS, prompts={"planet": PLANET, "month": MONTH})
+    result = darling_in_process("eval", "partitions", "--answers", f"start={answers}", "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    aucs = json.loads((tmp_path / "out" / "partitions.json").read_text())["sets"]["start"]["auc"]
+    assert set(aucs) == {"4-gram rule", "content-word rule"}  # the checker's own partition has no score
+    keyed = [  # the 6 keyed pairs, same key first: (Mars, Mars), (May, May); then the 4 different-key ones
+        (PLANET, GROUPS["planet"][0][0], GROUPS["planet"][1][0], 1),
+        (MONTH, GROUPS["month"][0][0], GROUPS["month"][3][0], 1),
+        (PLANET, GROUPS["planet"][0][0], GROUPS["planet"][2][0], 0),
+        (PLANET, GROUPS["planet"][1][0], GROUPS["planet"][2][0], 0),
+        (MONTH, GROUPS["month"][0][0], GROUPS["month"][1][0], 0),
+        (MONTH, GROUPS["month"][1][0], GROUPS["month"][3][0], 0),
+    ]
+    labels = [same for *_, same in keyed]
+    expected = {
+        "4-gram rule": roc_auc_score(labels, [ngram_jaccard(a, b, 4) for _, a, b, _ in keyed]),
+        "content-word rule": roc_auc_score(labels, [content_jaccard(a, b, p) for p, a, b, _ in keyed]),
+    }
+    for name, figure in aucs.items():
+        assert figure["auc"] == pytest.approx(expected[name]) and figure["pairs"] == 6
+        low, high = figure["interval"]
+        assert 0 <= low <= high <= 1
+    assert "| content-word rule | " in (tmp_path / "out" / "report.md").read_text().split("AUC over keyed pairs")[-1]
