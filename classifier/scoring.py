@@ -143,9 +143,10 @@ class EmbeddingScorer(EquivalenceScorer):
             for old in list(self.cache)[: max(0, len(self.cache) - self.CACHE_TEXTS)]:
                 del self.cache[old]
         rows = [self.cache.get(t) for t in texts]
-        if any(row is None for row in rows):  # a batch of more texts than the cache holds: embed it whole
+        kept = [row for row in rows if row is not None]
+        if len(kept) < len(rows):  # a batch of more texts than the cache holds: embed it whole
             return self._embed_uncached(texts)
-        return np.stack(rows)
+        return np.stack(kept)
 
     def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         unique = list(dict.fromkeys(texts))

@@ -45,18 +45,23 @@ def read_parts(corpus: Path) -> dict[str, Any]:
     return parts
 
 
-def encoded(tokenizer: PreTrainedTokenizerFast, prompts: list[str], answers: list[str]) -> list[list[int]]:
+Encoded = list[tuple[list[int], list[int]]]  # per row: the prompt's ids, the answer's and its end token
+
+
+def encoded(tokenizer: PreTrainedTokenizerFast, prompts: list[str], answers: list[str]) -> Encoded:
     """Each (prompt, answer) as the chat template renders it: the prompt's ids, then the answer's and its end token."""
-    eos = tokenizer.convert_tokens_to_ids(EOS)
+    eos: Any = tokenizer.convert_tokens_to_ids(EOS)  # one token: one id
     prompt_ids: dict[str, list[int]] = {}
     answer_ids: dict[str, list[int]] = {}
     rows = []
     for prompt, answer in zip(prompts, answers, strict=True):
         if prompt not in prompt_ids:
             message = [{"role": "user", "content": prompt}]
-            prompt_ids[prompt] = list(tokenizer.apply_chat_template(message, add_generation_prompt=True)["input_ids"])
+            rendered: Any = tokenizer.apply_chat_template(message, add_generation_prompt=True, return_dict=True)
+            prompt_ids[prompt] = [int(i) for i in rendered["input_ids"]]
         if answer not in answer_ids:
-            answer_ids[answer] = [*tokenizer(answer, add_special_tokens=False)["input_ids"], eos]
+            words: Any = tokenizer(answer, add_special_tokens=False)
+            answer_ids[answer] = [*words["input_ids"], eos]
         rows.append((prompt_ids[prompt], answer_ids[answer]))
     return rows
 
@@ -66,7 +71,7 @@ class PaddedRows:
     with no padding per step. The loss reads the answer and its end token only (the prompt's labels are ignored).
     A corpus repeats its few thousand distinct rows: each is padded once, then gathered."""
 
-    def __init__(self, rows: list[tuple[list[int], list[int]]], pad_id: int):
+    def __init__(self, rows: Encoded, pad_id: int):
         import torch
 
         distinct: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
@@ -207,7 +212,8 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
     resume = last_checkpoint(out)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     seconds = time.perf_counter() - start
-    model = trainer.model.to("cpu")
+    trained: Any = trainer.model  # the model given, trained in place
+    model = trained.to("cpu")
     figures = {
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocabulary": len(tokenizer),
@@ -219,7 +225,7 @@ def pretrain(config: PretrainConfig) -> dict[str, Any]:
         "resumed": resume is not None,
         "final_train_loss": next((h["loss"] for h in reversed(trainer.state.log_history) if "loss" in h), None),
     }
-    save_final(trainer.model, tokenizer, figures, final)
+    save_final(model, tokenizer, figures, final)
     atomic_write_bytes(out / "log_history.json", (json.dumps(trainer.state.log_history, indent=1) + "\n").encode())
     for checkpoint in out.glob("checkpoint-*"):  # the final policy holds everything a later stage reads
         shutil.rmtree(checkpoint)
