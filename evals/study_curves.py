@@ -67,9 +67,16 @@ def final_means(curves: dict[str, dict[str, Any]], part: str, metric: str, windo
     return out
 
 
-def plot_study_curves(curves: dict[str, dict[str, Any]], path: Path, window: int = WINDOW) -> Path:
+def plot_study_curves(
+    curves: dict[str, dict[str, Any]],
+    path: Path,
+    window: int = WINDOW,
+    labels: Mapping[str, str] | None = None,
+    title: str = "",
+) -> Path:
     """Distinct (top) and quality (bottom) over optimiser steps, training prompts (left) and held-out prompts
-    (right): each arm's mean over seeds as a line, each seed as a faint line of the same colour."""
+    (right): each arm's mean over seeds as a line, each seed as a faint line of the same colour; ``labels``: each
+    arm's name in the legend (default its own)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,13 +94,16 @@ def plot_study_curves(curves: dict[str, dict[str, Any]], path: Path, window: int
                 if not runs:
                     continue
                 steps, mean = mean_curve(runs, metric, smooth)
-                (line,) = ax.plot(steps, mean, linewidth=2.2, label=f"{arm} (mean of {len(runs)} seeds)")
+                name = (labels or {}).get(arm, arm)
+                (line,) = ax.plot(steps, mean, linewidth=2.2, label=f"{name}, mean of {len(runs)} seeds")
                 for run in runs:
                     ax.plot(run["step"], smoothed(run[metric], smooth), color=line.get_color(), alpha=0.25, lw=0.9)
             ax.set_title(f"{measure if metric == 'distinct' else 'quality'}: {PART_TITLES[part]}", fontsize=9)
             if row == 1:
                 ax.set_xlabel("optimiser step" + (f" (running mean of {window})" if part == "train" else ""))
     axes[0][0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +113,9 @@ def plot_study_curves(curves: dict[str, dict[str, Any]], path: Path, window: int
     return path
 
 
-def write_study_curves(curves: dict[str, dict[str, Any]], output: Path) -> Path:
+def write_study_curves(
+    curves: dict[str, dict[str, Any]], output: Path, labels: Mapping[str, str] | None = None, title: str = ""
+) -> Path:
     """``curves.json`` (every seed's points) beside ``curves.png``."""
     atomic_write_bytes(output / "curves.json", (json.dumps(curves) + "\n").encode())
-    return plot_study_curves(curves, output / "curves.png")
+    return plot_study_curves(curves, output / "curves.png", labels=labels, title=title)

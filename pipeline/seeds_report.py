@@ -22,6 +22,7 @@ from darling.pipeline.folders import BASE_POLICY, DARLING_POLICY, GRPO_POLICY, a
 from darling.pipeline.rl_steps import run_folders
 from darling.pipeline.stage import Plan, read_json
 from darling.pipeline.stages.eval_novelty import PARTITIONS
+from darling.rl.methods import CHECKER, CLASSIFIER, METHODS, NGRAM
 
 REPORT_FILE = "report.md"
 METRICS = ("novelty/distinct_items", "novelty/distinct", "novelty/quality")  # the first a study has leads
@@ -291,13 +292,26 @@ def render_seeds_report(
     return "\n".join(lines), total
 
 
+PARTITION_NAMES = {CLASSIFIER: "the classifier's partition", NGRAM: "the 4-gram rule's", CHECKER: "the exact partition"}
+
+
+def arm_labels(config: PipelineConfig) -> dict[str, str]:
+    """Each policy's name in the figure's legend: its method and what partitions its groups."""
+    labels = {DARLING_POLICY: f"DARLING ({PARTITION_NAMES[CLASSIFIER]})", GRPO_POLICY: "GRPO (quality only)"}
+    for method in config.arms:
+        partition = METHODS[method].partition
+        labels[arm_policy(method)] = f"{method} ({PARTITION_NAMES[partition]})" if partition else method
+    return labels
+
+
 def write_seeds_report(
     config: PipelineConfig, studies: dict[str, dict[str, Any]], study_seconds: float
 ) -> dict[str, Any]:
     """``RUN/report.md`` (and ``RUN/curves.png`` where the runs logged curves); returns its path and the stages' sum."""
     curves = curves_of(config)
     has_points = any(c["train"]["step"] for seeds in curves.values() for c in seeds.values())
-    figure = write_study_curves(curves, config.run) if has_points else None
+    title = f"preset {config.preset}, seeds {', '.join(map(str, config.seeds))}"
+    figure = write_study_curves(curves, config.run, arm_labels(config), title) if has_points else None
     text, total = render_seeds_report(config, studies, figure, study_seconds, curves if has_points else None)
     path = config.run / REPORT_FILE
     atomic_write_bytes(path, text.encode())

@@ -75,6 +75,8 @@ def test_the_world_chain_runs_its_shared_stages_once_for_two_seeds_and_reports_t
             history = json.loads((folder / arm / "log_history.json").read_text())
             assert [h["step"] for h in history if "eval_darling/distinct_keys" in h] == [0, 2, 4], arm
             assert all("darling/distinct_keys" in h for h in history if "darling/reward" in h), arm
+            if arm == "rl":  # DARLING's term, from the chain's classifier's partition of the policy's answers, acted
+                assert any(h["darling/groups_changed"] > 0 for h in history if "darling/groups_changed" in h)
         partitions = json.loads((folder / "eval-partitions" / "partitions.json").read_text())
         assert set(partitions["sets"]["base"]["auc"]) == {"chain", "4-gram rule", "content-word rule"}
     report = (run / "report.md").read_text()
