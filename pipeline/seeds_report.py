@@ -194,23 +194,22 @@ def over_steps_lines(curves: dict[str, dict[str, Any]], points: int = 4) -> list
 
 
 def times_lines(config: PipelineConfig, study_seconds: float) -> tuple[list[str], float]:
-    """Stage times: the shared stages (once), each seed's own, the study; and their sum."""
+    """Stage times: the shared stages (once), each seed's own, the study; each column's sum, and the whole sum."""
     shared = stage_records(config.run / "shared")
     seeds = {seed: stage_records(seed_folder(config, seed)) for seed in config.seeds}
-    names = list(dict.fromkeys([*shared, *(n for r in seeds.values() for n in r)]))
+    columns = [*([shared] if shared else []), *seeds.values()]
+    names = list(dict.fromkeys(n for records in columns for n in records))
     header = ["stage", *(["shared"] if shared else []), *(f"seed {s}" for s in config.seeds)]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    total = study_seconds
     for name in names:
-        cells = []
-        if shared:
-            cells.append(_seconds(shared.get(name, {}).get("seconds")))
-        for records in seeds.values():
-            record = records.get(name, {})
-            cells.append("shared" if record.get("shared") else _seconds(record.get("seconds")))
+        records = [r.get(name, {}) for r in columns]
+        cells = ["shared" if r.get("shared") else _seconds(r.get("seconds")) for r in records]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        total += sum(r.get(name, {}).get("seconds") or 0 for r in [shared, *seeds.values()])
+    sums = [sum(r.get("seconds") or 0 for r in records.values()) for records in columns]
+    total = sum(sums) + study_seconds
     lines.append("| study | " + " | ".join([""] * (len(header) - 2)) + f" | {study_seconds:.1f} |")
+    lines.append("| **sum** | " + " | ".join(f"{x:.1f}" for x in sums) + " |")
+    lines += ["", f"**{total:.1f} s of stages in all** (the shared stages once, every seed's own, the study)."]
     return lines, total
 
 

@@ -32,7 +32,11 @@ def test_each_table_is_read_by_one_room_and_declared_once_on_the_config():
 
 @pytest.mark.parametrize(
     ("preset", "skipped"),
-    [("cpu", {"eval-creative"}), ("chat-tiny", {"rl-warmup", "datagen", "pairs", "labels", "eval-math"})],
+    [
+        ("cpu", {"world", "eval-creative"}),
+        ("chat-tiny", {"world", "rl-warmup", "datagen", "pairs", "labels", "eval-math"}),
+        ("cpu-world", {"rl-warmup", "eval-math", "eval-creative"}),
+    ],
 )
 def test_blocks_records_and_report_sections_follow_the_registry(tmp_path, preset, skipped):
     config = build_config(preset, tmp_path / "run")

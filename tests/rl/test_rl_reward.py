@@ -238,19 +238,36 @@ def test_batch_advantages_scale_as_trl_does():
 
 def test_the_reward_function_logs_exactly_the_training_log_table():
     """Every metric the TRL reward function logs is defined in ``core/training_log.py`` (what the report, curves,
-    compare and benches read), and every metric there is logged: by DARLING, or (the would-be share) by GRPO."""
-    from darling.core.training_log import LOG_METRICS, WOULD_CHANGE
+    compare and benches read), and every metric there is logged: by DARLING, or (the would-be share) by GRPO, or
+    (distinct keys) where a checker reads the prompt."""
+    from darling.core.checkers import WORLD
+    from darling.core.training_log import DISTINCT_KEYS, LOG_METRICS, WOULD_CHANGE
+    from darling.core.world import world_prompt
+    from darling.core.world_data import CATEGORIES
     from darling.rl.trl_reward import DarlingRewardFunction
 
     same = equivalence_of({("apple", "apple!"): True})
-    prompts, completions = ["fruit?"] * 4, ["apple", "apple!", "pear", "plum"]
+    category = sorted(CATEGORIES)[0]
+    a, b, c = CATEGORIES[category][:3]
+    world = [world_prompt(category)] * 4, [f"{a}", f"{a} !", f"{b}", f"{c}"]
     logged: dict[str, dict[str, float]] = {}
-    for combine in ("multiply", "quality"):
+    for combine, checker, (prompts, completions) in (
+        ("multiply", None, (["fruit?"] * 4, ["apple", "apple!", "pear", "plum"])),
+        ("quality", None, (["fruit?"] * 4, ["apple", "apple!", "pear", "plum"])),
+        ("checked", WORLD, world),
+    ):
         reward = DarlingRewardFunction(
-            4, same, RewardConfig(combine=combine), lambda p, t, k: [1.0] * len(t), term=RewardConfig()
+            4,
+            same,
+            RewardConfig(combine="quality" if combine == "checked" else combine),
+            lambda p, t, k: [1.0] * len(t),
+            term=RewardConfig(),
+            checker=checker,
         )
         logged[combine] = {}
         reward(prompts, completions, log_metric=lambda key, value, out=logged[combine]: out.__setitem__(key, value))
     table = {m.key for m in LOG_METRICS}
-    assert set(logged["multiply"]) == table - {WOULD_CHANGE.key}
-    assert set(logged["quality"]) == table and logged["quality"][WOULD_CHANGE.key] == 1.0  # its one group has a repeat
+    assert set(logged["multiply"]) == table - {WOULD_CHANGE.key, DISTINCT_KEYS.key}
+    assert set(logged["quality"]) == table - {DISTINCT_KEYS.key}
+    assert logged["quality"][WOULD_CHANGE.key] == 1.0  # its one group has a repeat
+    assert set(logged["checked"]) == table and logged["checked"][DISTINCT_KEYS.key] == 3.0  # a, a !, b, c
