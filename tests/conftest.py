@@ -136,6 +136,24 @@ def minilm_bi_export(minilm_path) -> Path:
     return Path(suite_shared.once("minilm-bi-export", lambda folder: str(train_minilm(folder, "cpu"))))
 
 
+@pytest.fixture(scope="session")
+def world_policy() -> Path:
+    """A policy born in the world (tests/world/), made once for the suite: the small-vocabulary policy of the tests
+    whose policy must answer well enough that rewards differ within a group (it names a member of the category in
+    ~6 answers of 10), at a fraction of SmolLM2's cost a step."""
+    return Path(suite_shared.once("world-policy", born_world_policy))
+
+
+def born_world_policy(folder: Path) -> str:
+    """`darling world corpus` and 300 steps of `darling world pretrain`, through their command line."""
+    from helpers import darling, limit
+
+    darling("world", "corpus", "--output", folder / "corpus", "--answers", 20_000, check=True, timeout=limit(20))
+    args = ["--max-steps", 300, "--batch-size", 128, "--learning-rate", 3e-2, "--save-steps", 1000]
+    darling("world", "pretrain", "--corpus", folder / "corpus", "--output", folder / "policy", *args, check=True)
+    return str(folder / "policy" / "final")
+
+
 def train_minilm(folder: Path, preset: str) -> Path:
     from helpers import synthetic_pairs, write_jsonl
 

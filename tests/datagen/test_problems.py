@@ -120,7 +120,8 @@ def test_real_answer_shapes():
     assert hmmt[2].reference_answer == r"\frac{1}{576}"
 
 
-def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path, smollm2_dir):
+def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path):
+    """The sets by name through `eval math`, answered by a tiny random policy over byte ids (what it says is noise)."""
     out = tmp_path / "eval"
     result = darling(
         "eval",
@@ -132,7 +133,7 @@ def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path, smollm2_dir):
         "--limit",
         1,
         "--model",
-        "smollm2",
+        "policy=tiny:bytes-lm",
         "-n",
         1,
         "--max-tokens",
@@ -145,7 +146,7 @@ def test_eval_math_and_rollouts_take_the_sets_by_name(tmp_path, smollm2_dir):
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "metrics.json").read_text())["datasets"] == ["aime24", "minerva_math"]
     rows = pl.concat(
-        [pl.read_parquet(out / "generations" / d / "smollm2" / "part-*.parquet") for d in ("aime24", "minerva_math")]
+        [pl.read_parquet(out / "generations" / d / "policy" / "part-*.parquet") for d in ("aime24", "minerva_math")]
     )
     assert rows["problem_id"].to_list() == ["aime24:60", "minerva_math:0"]
     assert rows["reference_answer"].to_list() == ["204", "1.6"] and (rows["status"] == "ok").all()

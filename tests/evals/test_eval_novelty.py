@@ -214,6 +214,8 @@ def minilm_reward_model(tmp_path_factory, minilm_path):
 def test_cli_end_to_end_resumes_and_rescores(
     tmp_path, smollm2_dir, minilm_export, minilm_bi_export, minilm_reward_model
 ):
+    """SmolLM2's answers: sentences of more than 5 words, which NoveltyBench's partition gives to the classifier (a
+    tiny random policy's byte strings are one word each, which its short-answer word rule decides)."""
     out = tmp_path / "novelty"
     args = [
         "eval",
@@ -430,12 +432,13 @@ def test_a_served_reward_model_without_an_answer_gives_no_utility(tmp_path, mini
 
 @pytest.mark.slow
 def test_several_models_in_one_process_load_the_scorer_and_reward_model_once(
-    tmp_path, monkeypatch, smollm2_dir, minilm_export, minilm_reward_model
+    tmp_path, monkeypatch, minilm_export, minilm_reward_model
 ):
     """--model NAME=PATH (repeatable): each model's evaluation in OUTPUT/NAME/, exactly as it would be alone, with the
     classifier and the reward model loaded once for all. The same weights under two names draw the same seeds, so
     they answer alike (the comparison is paired); --no-generate without --model rescores every OUTPUT/NAME/."""
     import darling.evals.novelty as novelty
+    from darling.core.local_models import tiny_model_dir
     from darling.evals.config import NoveltyConfig
 
     loads = {"scorer": 0, "reward model": 0}
@@ -449,17 +452,18 @@ def test_several_models_in_one_process_load_the_scorer_and_reward_model_once(
         reward_model=str(minilm_reward_model), threads=2,
     )  # fmt: skip
     out = tmp_path / "several"
-    both = NoveltyConfig(output=out, model=["a=smollm2", f"b={smollm2_dir}"], **common)
+    policy = tiny_model_dir("tiny:bytes-lm")  # a tiny random policy: the same weights under two names
+    both = NoveltyConfig(output=out, model=["a=tiny:bytes-lm", f"b={policy}"], **common)
     results = novelty.evaluate_novelty(both)
     assert list(results) == [out / "a", out / "b"] and loads == {"scorer": 1, "reward model": 1}
-    alone = novelty.evaluate_novelty(NoveltyConfig(output=tmp_path / "alone", model=["smollm2"], **common))
+    alone = novelty.evaluate_novelty(NoveltyConfig(output=tmp_path / "alone", model=["tiny:bytes-lm"], **common))
     scores = {name: pl.read_parquet(folder / "scores.parquet") for name, folder in (("a", out / "a"), ("b", out / "b"))}
     scores["alone"] = pl.read_parquet(tmp_path / "alone" / "scores.parquet")
     assert (
         scores["a"]["response"].to_list() == scores["b"]["response"].to_list() == scores["alone"]["response"].to_list()
     )
     assert scores["a"]["raw_reward"].to_list() == pytest.approx(scores["alone"]["raw_reward"].to_list(), abs=1e-5)
-    assert json.loads((out / "b" / "generations" / "run.json").read_text())["model"] == str(smollm2_dir)
+    assert json.loads((out / "b" / "generations" / "run.json").read_text())["model"] == str(policy)
     for key in ("n_prompts", "mean_distinct", "mean_utility", "mean_quality"):
         assert results[out / "a"][key] == pytest.approx(alone[tmp_path / "alone"][key]), key
 

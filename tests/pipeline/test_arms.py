@@ -123,7 +123,7 @@ def test_the_item_chain_and_four_arms_train_evaluate_and_compare_at_tiny_size(tm
         "--set=datagen.limit=2",
         "--set=datagen.n=3",
         "--set=datagen.max_tokens=8",
-        "--set=labels.judge_model=tiny:qwen3-lm",
+        "--set=labels.judge_model=tiny:bytes-lm",
     ]
     command = ["pipeline", "--preset", "cpu-items", "-o", run, *TINY_CHAIN, *arms, *item_chain]
     result = darling(*command, timeout=ARMS_CHAIN_TIMEOUT)

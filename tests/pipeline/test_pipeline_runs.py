@@ -14,10 +14,10 @@ from helpers import CPU_CHAIN_TIMEOUT, assert_one_line_error, chain_stages, darl
 CPU_STAGES = chain_stages("cpu")  # the math track's chain, from the registry
 
 # Every stage shrunk: 2 CHAMP problems, 3 judged pairs, 3 classifier steps, 2 RL steps per run, tiny evaluations. The
-# judge and the policy are the tiny random Qwen3 (tiny:qwen3-lm): this chain tests the cpu preset's commands, their
-# folders, records, report and resumption; what the real SmolLM2 does as a judge, a policy and a generator is tested
-# where a test asserts it (tests/datagen, tests/rl, tests/evals).
-TINY_LM = "tiny:qwen3-lm"
+# judge and the policy are the tiny random Qwen3 over 259 byte ids (tiny:bytes-lm): this chain tests the cpu preset's
+# commands, their folders, records, report and resumption; what the real SmolLM2 does as a judge, a policy and a
+# generator is tested where a test asserts it (tests/datagen, tests/rl, tests/evals).
+TINY_LM = "tiny:bytes-lm"
 SMALL = [
     f"--set={item}"
     for item in (

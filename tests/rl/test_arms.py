@@ -1,6 +1,8 @@
-"""Every arm of `rl-train --method` trains a real SmolLM2 step through TRL's GRPOTrainer, and the advantages TRL used
-are the arm's own, recomputed here from the batch's texts and qualities by the independent references of
-tests/rl/test_diversity_methods.py (issue 39). The classifier arms (darling, grpo) are tested in test_rl_train.py."""
+"""Every arm of `rl-train --method` trains a real step through TRL's GRPOTrainer, and the advantages TRL used are the
+arm's own, recomputed here from the batch's texts and qualities by the independent references of
+tests/rl/test_diversity_methods.py (issue 39). The policy is the world's (conftest.py's ``world_policy``: a word-level
+vocabulary of hundreds, answers whose quality differs within a group), the prompts two of its categories. The
+classifier arms (darling, grpo) are tested in test_rl_train.py."""
 
 import json
 
@@ -8,12 +10,15 @@ import pytest
 from arm_references import every_pair_partition, subsets_reference
 from helpers import darling, darling_in_process, write_jsonl
 
+from darling.core.world import category_of, members_named, world_prompt, world_quality
+from darling.core.world_data import CATEGORIES
 from darling.rl.reward import diversity
 from darling.rl.train import RLTrainConfig, build_trainer, rl_train
 
 pytestmark = pytest.mark.slow
 
-PROMPTS = [{"id": i, "question": q, "answer": "x"} for i, q in enumerate(["Name a color.", "Name a fruit."])]
+WORLD = sorted(CATEGORIES)[:2]  # two of the world's categories
+PROMPTS = [{"id": i, "question": world_prompt(c)} for i, c in enumerate(WORLD)]
 TINY = dict(max_steps=1, max_completion_length=12, learning_rate=1e-5, temperature=1.3, save_steps=100)
 
 
@@ -27,12 +32,12 @@ def expected_rewards(method: str, texts: list[list[str]], quality: list[list[flo
 
 
 @pytest.mark.parametrize("method", ["darling-ngram", "passk", "entropy"])
-def test_each_arm_trains_with_its_own_advantages(method, tmp_path, smollm2_dir):
+def test_each_arm_trains_with_its_own_advantages(method, tmp_path, world_policy):
     problems = write_jsonl(tmp_path / "p.jsonl", PROMPTS)
     own = {"darling-ngram": {}, "passk": {"passk_k": 2}, "entropy": {"entropy_coef": 0.01}}[method]
     config = RLTrainConfig.build(
-        "naming",
-        overrides=dict(output=tmp_path / "rl", problems=str(problems), user_template="{problem}", method=method)
+        "world",
+        overrides=dict(output=tmp_path / "rl", problems=str(problems), policy=str(world_policy), method=method)
         | dict(per_device_train_batch_size=8, use_cpu=True, **TINY, **own),
     )
     trainer = build_trainer(config)
@@ -60,11 +65,11 @@ def test_each_arm_trains_with_its_own_advantages(method, tmp_path, smollm2_dir):
     assert any(q > 0 for g in batch.quality for q in g) and (tmp_path / "rl" / "final" / "model.safetensors").exists()
 
 
-def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_export, smollm2_dir):
+def test_an_arm_through_the_command_line_and_its_refusals(tmp_path, minilm_export, world_policy):
     """darling-add from `darling rl-train` (its reward: quality + diversity of the classifier's partition), and the
     settings an arm does not take, refused in one line."""
     problems = write_jsonl(tmp_path / "p.jsonl", PROMPTS)
-    base = ["rl-train", "--preset", "naming", "--problems", problems, "--user-template", "{problem}", "--use-cpu"]
+    base = ["rl-train", "--preset", "world", "--problems", problems, "--policy", world_policy, "--use-cpu"]
     sizes = ["--max-steps", "1", "--max-completion-length", "12", "--per-device-train-batch-size", "8"]
     result = darling(*base, *sizes, "--method", "darling-add", "--classifier", minilm_export, "-o", tmp_path / "add")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -102,27 +107,26 @@ def test_an_arms_own_settings_reach_that_arm_only():
         assert config.arm is METHODS[arm]
 
 
-def test_the_ceiling_arm_rewards_with_the_checkers_exact_partition(tmp_path, smollm2_dir):
-    """checker-ceiling (issue 61): one real step on two item prompts; each group's rewards are quality x diversity of
-    the partition by the member each answer names (read here by darling.core.items, not the arm's code), and the
+def test_the_ceiling_arm_rewards_with_the_checkers_exact_partition(tmp_path, world_policy):
+    """checker-ceiling (issue 61): one real step on two world prompts; each group's rewards are quality x diversity of
+    the partition by the member each answer names (read here by darling.core.world, not the arm's code), and the
     arm is refused in one line on prompts the checker reads no key on."""
-    from darling.core.items import category_of, item_of, item_sentence_quality
-
-    prompts = [{"id": k, "question": categories_prompt(k)} for k in ("planet", "weekday")]
-    problems = write_jsonl(tmp_path / "items.jsonl", prompts)
+    problems = write_jsonl(tmp_path / "world.jsonl", PROMPTS)
     config = RLTrainConfig.build(
-        "items",
-        overrides=dict(output=tmp_path / "rl", problems=str(problems), method="checker-ceiling", use_cpu=True)
-        | dict(TINY, max_completion_length=24, temperature=1.0),
+        "world",
+        overrides=dict(output=tmp_path / "rl", problems=str(problems), policy=str(world_policy), use_cpu=True)
+        | dict(TINY, method="checker-ceiling", per_device_train_batch_size=16, temperature=1.0),
     )
     trainer = build_trainer(config)
     rl_train(config, trainer=trainer)
     batch, seen, joined = trainer.darling_reward.last, 0, 0
     for group, rewards in zip(batch_texts(trainer), batch.rewards, strict=True):
         prompt, texts = group
-        members = [item_of(category_of(prompt), t) for t in texts]
+        category = category_of(prompt)
+        assert category in WORLD
+        members = [(members_named(category, t) or [None])[0] for t in texts]
         classes = [members.index(m) if m is not None else 100 + i for i, m in enumerate(members)]
-        quality = [item_sentence_quality(prompt, t.strip()) for t in texts]
+        quality = [world_quality(prompt, t) for t in texts]
         assert rewards == pytest.approx([q * d for q, d in zip(quality, diversity(classes), strict=True)])
         seen, joined = seen + 1, joined + (len(set(classes)) < len(classes))
     assert seen == 2 and joined  # the partition joined two answers naming one member: the arm acted
@@ -141,12 +145,6 @@ def test_the_ceiling_arm_rewards_with_the_checkers_exact_partition(tmp_path, smo
     )
     assert bad.returncode == 2 and "has no items checker" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     assert not (tmp_path / "x").exists()
-
-
-def categories_prompt(key: str) -> str:
-    from darling.core.items import categories
-
-    return categories()[key].prompt
 
 
 def batch_texts(trainer) -> list[tuple[str, list[str]]]:

@@ -129,7 +129,7 @@ def test_rl_train_scores_quality_on_the_served_reward_model(reward_server, tmp_p
     run with only dead replicas stops with a one-line error and saves nothing; a URL without the model is refused."""
     problems = write_jsonl(tmp_path / "p.jsonl", [{"id": 0, "question": "Name a fruit.", "answer": "apple"}])
     base = ["rl-train", "--preset", "cpu", "--method", "grpo", "--reward-model", TINY, "--problems", problems]
-    base += ["--policy", "tiny:qwen3-lm", "--max-steps", "1", "--max-completion-length", "8", "--server-retries", "0"]
+    base += ["--policy", "tiny:bytes-lm", "--max-steps", "1", "--max-completion-length", "8", "--server-retries", "0"]
     ok = darling(
         *base, "--reward-model-url", dead_url(), "--reward-model-url", reward_server.base_url, "-o", tmp_path / "a"
     )

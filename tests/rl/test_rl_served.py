@@ -55,7 +55,7 @@ def test_rl_run_fails_loudly_when_the_classifier_server_dies_then_resumes(export
 
     def rl(url: str, steps: int, *extra: str) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "darling", "rl-train", "--preset", "cpu", "--classifier", str(export)]
-        cmd += ["--classifier-url", url, "--problems", str(problems), "--policy", "tiny:qwen3-lm"]
+        cmd += ["--classifier-url", url, "--problems", str(problems), "--policy", "tiny:bytes-lm"]
         cmd += ["--max-steps", str(steps), "--max-completion-length", "16", "--output", str(tmp_path / "rl"), *extra]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
 

@@ -243,7 +243,7 @@ TINY_CHAIN = [
     for item in (
         "requires_cuda=false",  # the GPU preset's own chain, on this CPU
         "rl.use_cpu=true",
-        "rl.policy=tiny:qwen3-lm",  # wiring, seeds and pooling, not learning: a 2-layer random policy
+        "rl.policy=tiny:bytes-lm",  # wiring, seeds and pooling, not learning: a 2-layer random policy over 259 byte ids
         "rl.trainable_layers=1",  # of its 2 (the cpu presets train the top 10 of SmolLM2's 30)
         "seed_jobs=2",
         "jobs=2",

@@ -20,13 +20,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory) -> Path:
-    """A world policy pretrained for a few hundred steps: enough to answer in the world's form, not to its floor."""
-    root = tmp_path_factory.mktemp("world-policy")
-    darling("world", "corpus", "--output", root / "corpus", "--answers", 20_000, check=True, timeout=limit(20))
-    args = ["--max-steps", 300, "--batch-size", 128, "--learning-rate", 3e-2, "--save-steps", 1000]
-    darling("world", "pretrain", "--corpus", root / "corpus", "--output", root / "policy", *args, check=True)
-    return root / "policy" / "final"
+def policy(world_policy) -> Path:
+    """A world policy pretrained for 300 steps (conftest.py, once for the suite): enough to answer in the world's form,
+    not to its floor."""
+    return world_policy
 
 
 def test_datagen_rollouts_samples_the_policy_at_two_temperatures(policy, tmp_path):
