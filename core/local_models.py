@@ -271,6 +271,8 @@ def _build(name: str, folder: Path) -> None:
         tokenizer.eos_token = "<|im_end|>"
     if lm:
         endoftext, im_end = tokenizer.convert_tokens_to_ids(["<|endoftext|>", "<|im_end|>"])
+        # Qwen's head keeps Qwen3's padded width (151,669 > its 151,646 ids: the architecture's); the byte model's
+        # head is exactly its 259 ids
         shape = {} if name == "tiny:qwen3-lm" else dict(vocab_size=len(tokenizer), pad_token_id=endoftext)
         model = Qwen3ForCausalLM(tiny_qwen3_config(lm=True, **shape, eos_token_id=[im_end, endoftext]))
         model.generation_config = GenerationConfig(eos_token_id=[im_end, endoftext], pad_token_id=endoftext)

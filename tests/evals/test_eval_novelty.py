@@ -436,7 +436,9 @@ def test_several_models_in_one_process_load_the_scorer_and_reward_model_once(
 ):
     """--model NAME=PATH (repeatable): each model's evaluation in OUTPUT/NAME/, exactly as it would be alone, with the
     classifier and the reward model loaded once for all. The same weights under two names draw the same seeds, so
-    they answer alike (the comparison is paired); --no-generate without --model rescores every OUTPUT/NAME/."""
+    they answer alike (the comparison is paired); --no-generate without --model rescores every OUTPUT/NAME/. The
+    policy is tiny:bytes-lm: its one-word answers are partitioned by NoveltyBench's short-answer word rule, so what
+    this checks of the classifier is that it is loaded once (the reward model scores every answer)."""
     import darling.evals.novelty as novelty
     from darling.core.local_models import tiny_model_dir
     from darling.evals.config import NoveltyConfig
